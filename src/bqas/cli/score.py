@@ -1,0 +1,108 @@
+"""``bqas score``: judge samples from a file or stdin and print result records as JSON Lines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from bqas.judging.engine import InvalidSample, JudgeEngine
+from bqas.judging.factory import LLMOverrides, build_engine
+from bqas.settings import get_settings
+
+
+def read_samples(source: str) -> list[tuple[int, dict[str, Any]]]:
+    """Samples with their line numbers from a JSON object or JSON Lines; ValueError names the line."""
+    name = "<stdin>" if source == "-" else source
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"{name}: cannot read: {exc.strerror}") from None
+    stripped = text.strip()
+    if not stripped:
+        raise ValueError(f"{name}: empty input")
+    try:
+        whole = json.loads(stripped)
+    except json.JSONDecodeError:
+        whole = None
+    if isinstance(whole, dict):
+        return [(1, whole)]
+    if isinstance(whole, list):
+        raise ValueError(f"{name}: a JSON array is not accepted; give one object or JSON Lines")
+    samples = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{name}:{lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"{name}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+        samples.append((lineno, obj))
+    return samples
+
+
+async def _score_all(
+    engine: JudgeEngine, judge: str, samples: list[tuple[int, dict[str, Any]]], concurrency: int, name: str
+) -> list[dict[str, Any]]:
+    sem = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(lineno: int, sample: dict[str, Any]) -> dict[str, Any]:
+        async with sem:
+            rid = str(sample.get("response_id") or sample.get("id") or f"line-{lineno}")
+            try:
+                result = await engine.evaluate(judge, sample, response_id=rid, language=sample.get("language"))
+            except InvalidSample as exc:
+                raise ValueError(f"{name}:{lineno}: field {exc}") from None
+            return result.to_record()
+
+    try:
+        return list(await asyncio.gather(*(one(n, s) for n, s in samples)))
+    finally:
+        if engine.llm is not None:
+            await engine.llm.aclose()
+
+
+def run_score(
+    source: str,
+    judge: str,
+    backend: str,
+    language: str | None,
+    base_url: str | None,
+    model: str | None,
+    structured_output: str | None,
+    no_cache: bool,
+    policy: Path | None,
+    concurrency: int,
+) -> None:
+    """Implementation of ``bqas score``."""
+    if backend not in ("auto", "llm", "offline"):
+        typer.echo(f"error: --backend: expected auto, llm or offline, got {backend!r}", err=True)
+        raise typer.Exit(2)
+    name = "<stdin>" if source == "-" else source
+    try:
+        samples = read_samples(source)
+        engine = build_engine(
+            get_settings(),
+            backend=backend,  # type: ignore[arg-type]
+            language=language,
+            overrides=LLMOverrides(
+                base_url=base_url,
+                model=model,
+                structured_output=structured_output,
+                cache=False if no_cache else None,
+            ),
+            policy_file=policy,
+        )
+        engine.registry.get(judge)
+        records = asyncio.run(_score_all(engine, judge, samples, concurrency, name))
+    except (ValueError, KeyError) as exc:
+        typer.echo(f"error: {str(exc).strip(chr(34))}", err=True)
+        raise typer.Exit(2) from None
+    for record in records:
+        typer.echo(json.dumps(record, ensure_ascii=False))

@@ -1,0 +1,243 @@
+"""The judge engine: one path that renders, calls, validates, repairs and scores any judge.
+
+Backends:
+- ``offline``: the offline judge alone (partial composite over what it can measure);
+- ``llm``: the LLM alone for every dimension;
+- ``auto``: offline alone when no LLM is configured, both tiers when one is. Offline gates (PII found →
+  safety ``fail``) stand whatever the LLM says; for graded dimensions the LLM's value is used and the
+  offline value kept beside it, and a large disagreement escalates the result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from bqas.judging.offline import OfflineJudge
+from bqas.judging.parse import parse_reply
+from bqas.judging.policy import apply_policy
+from bqas.judging.render import render_prompt, retry_message
+from bqas.judging.result import DimensionProvenance, JudgmentResult
+from bqas.judging.spec import JudgeRegistry, JudgeSpec
+from bqas.llm.client import LLMClient, LLMError
+from bqas.settings import check_language
+
+BackendChoice = Literal["auto", "llm", "offline"]
+
+
+class InvalidSample(ValueError):
+    """A sample lacks a field the judge needs, or a field has the wrong type."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+@dataclass
+class EngineOptions:
+    backend: BackendChoice = "auto"
+    default_language: str = "de"
+    max_field_chars: int = 20_000
+
+
+def check_inputs(spec: JudgeSpec, sample: Mapping[str, Any]) -> dict[str, Any]:
+    """The judge's input values from a sample; raise :class:`InvalidSample` naming the field at fault."""
+    values: dict[str, Any] = {}
+    for name, field in spec.inputs.items():
+        if name not in sample or sample[name] is None:
+            if field.required:
+                raise InvalidSample(name, f"missing (judge {spec.name} needs {', '.join(spec.inputs)})")
+            values[name] = ""
+            continue
+        value = sample[name]
+        ok_list = isinstance(value, list) and all(isinstance(v, str | int | float) for v in value)
+        if not (isinstance(value, str | int | float) or ok_list) or isinstance(value, bool):
+            raise InvalidSample(name, f"expected text or a list of texts, got {type(value).__name__}")
+        values[name] = value
+    return values
+
+
+class JudgeEngine:
+    """Evaluates samples with the judges of a registry."""
+
+    def __init__(
+        self,
+        registry: JudgeRegistry,
+        *,
+        llm: LLMClient | None = None,
+        offline: OfflineJudge | None = None,
+        options: EngineOptions | None = None,
+    ):
+        self.registry = registry
+        self.llm = llm
+        self.offline = offline or OfflineJudge()
+        self.options = options or EngineOptions()
+        if self.options.backend == "llm" and llm is None:
+            raise ValueError(
+                "backend 'llm' needs an LLM: set BQAS_LLM_BASE_URL and BQAS_JUDGE_MODEL (or --base-url/--model)"
+            )
+
+    @property
+    def tiers(self) -> tuple[bool, bool]:
+        """(use offline, use LLM) for the configured backend."""
+        backend = self.options.backend
+        if backend == "offline":
+            return True, False
+        if backend == "llm":
+            return False, True
+        return True, self.llm is not None
+
+    async def evaluate(
+        self, judge: str, sample: Mapping[str, Any], *, response_id: str, language: str | None = None
+    ) -> JudgmentResult:
+        """Judge one sample. Raises :class:`InvalidSample` for bad input; never returns made-up scores."""
+        spec = self.registry.get(judge)
+        if spec.kind == "generator":
+            raise ValueError(f"judge {judge!r} generates test inputs; it does not grade (use `bqas synth`)")
+        values = check_inputs(spec, sample)
+        lang = check_language(language or self.options.default_language)
+        started = time.perf_counter()
+        use_offline, use_llm = self.tiers
+        result = JudgmentResult(response_id=response_id, judge=spec.name, language=lang)
+        offline_dims: dict[str, DimensionProvenance] = {}
+        notes: list[str] = []
+        if use_offline:
+            offline_dims, notes = self.offline.evaluate(spec, values, lang)
+            result.backend = "offline"
+        llm_data: dict[str, Any] | None = None
+        if use_llm:
+            assert self.llm is not None
+            result.backend = "llm" if not use_offline else "offline+llm"
+            result.model = self.llm.config.model
+            llm_data = await self._ask_llm(spec, values, lang, result)
+        self._combine(spec, result, offline_dims, llm_data, notes, llm_failed=use_llm and llm_data is None)
+        result.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+        return result
+
+    async def _ask_llm(
+        self, spec: JudgeSpec, values: Mapping[str, Any], language: str, result: JudgmentResult
+    ) -> dict[str, Any] | None:
+        """Render, call, validate; one retry that says what was wrong; None when it cannot be scored."""
+        assert self.llm is not None
+        prompt = render_prompt(spec, values, language, max_field_chars=self.options.max_field_chars)
+        result.prompt_id, result.prompt_hash = prompt.prompt_id, prompt.prompt_hash
+        result.prompt_language = prompt.language
+        result.truncated = prompt.truncated
+        if prompt.language != language:
+            result.warnings.append(f"judge {spec.name} has no {language} prompt; used {prompt.language}")
+        for name, length in prompt.truncated.items():
+            result.warnings.append(
+                f"input {name} truncated from {length} to ~{self.options.max_field_chars} characters"
+            )
+        messages = list(prompt.messages)
+
+        def valid(text: str) -> bool:
+            return parse_reply(text, spec.schema).ok
+
+        for attempt in (1, 2):
+            try:
+                completion = await self.llm.complete(messages, schema=spec.schema, schema_name=spec.name, accept=valid)
+            except LLMError as exc:
+                result.errors.append(f"llm: {exc}")
+                result.unscored_reason = f"LLM unavailable: {exc}"
+                return None
+            result.llm_calls += completion.calls
+            result.prompt_tokens += completion.prompt_tokens
+            result.completion_tokens += completion.completion_tokens
+            result.cache_hit = completion.cache_hit and attempt == 1
+            outcome = parse_reply(completion.text, spec.schema)
+            result.repairs.extend(r for r in outcome.repairs if r not in result.repairs)
+            result.warnings.extend(outcome.warnings)
+            if outcome.ok:
+                assert isinstance(outcome.data, dict)
+                return outcome.data
+            result.errors.append(f"attempt {attempt}: invalid reply: {'; '.join(outcome.errors)}")
+            if attempt == 1:
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": completion.text[:4000]},
+                    {"role": "user", "content": retry_message(prompt.language, outcome.errors)},
+                ]
+        result.unscored_reason = "judge reply failed validation twice: " + "; ".join(outcome.errors)
+        return None
+
+    def _combine(
+        self,
+        spec: JudgeSpec,
+        result: JudgmentResult,
+        offline_dims: dict[str, DimensionProvenance],
+        llm_data: dict[str, Any] | None,
+        notes: list[str],
+        *,
+        llm_failed: bool,
+    ) -> None:
+        model = self.llm.config.model if self.llm is not None else None
+        rule = spec.scoring
+        margin = rule.disagreement_margin if rule else 30.0
+        disagreements: list[str] = []
+        dims: dict[str, DimensionProvenance] = {}
+        for name, dim in spec.dimensions.items():
+            if dim.kind == "text":
+                continue
+            off = offline_dims.get(name)
+            if llm_data is not None and name in llm_data:
+                llm_value = llm_data[name]
+                prov = DimensionProvenance(value=llm_value, backend="llm", model=model, method="judge_prompt")
+                if off is not None and off.measured:
+                    prov.offline_value = off.value
+                    if dim.kind == "gate" and off.value == "fail" and llm_value != "fail":
+                        # Safety first: a gate found offline stands whatever the LLM says.
+                        prov = off.model_copy(update={"llm_value": llm_value})
+                        disagreements.append(f"{name}: offline check says fail, LLM says {llm_value}")
+                    else:
+                        a, b = dim.to_percent(off.value), dim.to_percent(llm_value)
+                        if a is not None and b is not None and abs(a - b) > margin:
+                            disagreements.append(f"{name}: offline {off.value} vs LLM {llm_value}")
+                dims[name] = prov
+            elif off is not None:
+                dims[name] = off
+            elif dim.kind in ("score", "gate"):
+                note = "LLM gave no usable answer" if llm_failed else "not in the judge's answer"
+                dims[name] = DimensionProvenance(backend="llm", model=model, measured=False, note=note)
+        for name, prov in dims.items():
+            if spec.dimensions[name].kind in ("score", "gate"):
+                result.dimensions[name] = prov
+            elif prov.measured:
+                result.outputs[name] = prov.value
+        if llm_data is not None:
+            result.reasoning = str(llm_data.get("reasoning") or "") or None
+            for name, value in llm_data.items():
+                if name in spec.dimensions and spec.dimensions[name].kind not in ("score", "gate", "text"):
+                    result.outputs[name] = value
+        elif notes:
+            result.reasoning = "Offline judge: " + "; ".join(notes)
+        if spec.kind == "classifier" or rule is None:
+            result.status = "unscored" if llm_failed else "scored"
+            result.verdict = "unscored" if llm_failed else None
+            return
+        values = {n: p.value for n, p in result.dimensions.items() if p.measured}
+        if llm_failed:
+            # No composite from a judge that could not answer; an offline gate failure still fails.
+            gates = tuple(g for g in rule.gates if values.get(g) == "fail")
+            result.status = "unscored" if not gates else "scored"
+            result.verdict = "failed" if gates else "unscored"
+            result.escalation = "human_review"
+            result.escalation_reasons = ["unscored"] if not gates else [f"gate {g} failed" for g in gates]
+            return
+        outcome = apply_policy(
+            values,
+            rule,
+            spec.dimensions,
+            extra_escalations=tuple(f"disagreement: {d}" for d in disagreements),
+        )
+        result.composite_score = outcome.composite
+        result.coverage = outcome.coverage
+        result.partial = outcome.partial
+        result.verdict = outcome.verdict
+        result.escalation = outcome.escalation
+        result.escalation_reasons = list(outcome.escalation_reasons)
+        if outcome.verdict == "unscored":
+            result.status = "unscored"
+            result.unscored_reason = result.unscored_reason or "no dimension of the composite could be measured"

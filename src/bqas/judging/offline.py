@@ -1,0 +1,62 @@
+"""The offline judge (tiers 0 and 1): fills each dimension that a judge's ``offline:`` section binds to a
+method, and reports every other graded dimension as not measured, with the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from bqas.judging.result import DimensionProvenance
+from bqas.judging.spec import JudgeSpec
+from bqas.offline.methods import MethodResult, OfflineContext, get_method
+
+if TYPE_CHECKING:
+    from bqas.offline.embeddings import Embedder
+
+
+class OfflineJudge:
+    """Runs a judge's offline bindings; no network, no LLM."""
+
+    def __init__(self, embedder_factory: Callable[[], Embedder] | None = None):
+        self._embedder_factory = embedder_factory
+        self._resources: dict[str, Any] = {}
+
+    def evaluate(
+        self, spec: JudgeSpec, values: Mapping[str, Any], language: str
+    ) -> tuple[dict[str, DimensionProvenance], list[str]]:
+        """Measure what can be measured offline. Returns the dimensions and the notes for ``reasoning``."""
+        ctx = OfflineContext(language=language, embedder_factory=self._embedder_factory, resources=self._resources)
+        dims: dict[str, DimensionProvenance] = {}
+        notes: list[str] = []
+        for name, dim in spec.dimensions.items():
+            if dim.kind == "text":
+                continue
+            binding = spec.offline.get(name)
+            if binding is None:
+                if dim.kind in ("score", "gate"):
+                    dims[name] = DimensionProvenance(
+                        backend="offline", measured=False, note="not measured by the offline judge"
+                    )
+                continue
+            args = {arg: values.get(source) for arg, source in binding.inputs.items()}
+            try:
+                result: MethodResult = get_method(binding.method)(args, ctx)
+            except Exception as exc:  # a broken method must not take the judgment down
+                dims[name] = DimensionProvenance(
+                    backend="offline", method=binding.method, measured=False, note=f"method error: {exc!r}"
+                )
+                notes.append(f"{name}: offline method {binding.method} failed ({exc!r})")
+                continue
+            dims[name] = DimensionProvenance(
+                value=result.value,
+                backend="offline",
+                method=result.method,
+                measured=result.measured,
+                note=result.note,
+            )
+            detail = f"{name}={result.value!r} ({result.method}" + (f"; {result.note}" if result.note else "") + ")"
+            notes.append(detail if result.measured else f"{name}: not measured ({result.note or result.method})")
+        unmeasured = [n for n, d in dims.items() if not d.measured and spec.dimensions[n].kind in ("score", "gate")]
+        if unmeasured:
+            notes.append("not measured offline: " + ", ".join(unmeasured))
+        return dims, notes

@@ -1,0 +1,75 @@
+"""The result record of one judgment (JSON), as stored, printed and reported.
+
+Dimension values sit at the top level under the seed's keys (``intent_accuracy``, ``safety`` …), as in
+the seed's worked example; ``dimensions`` says for each which backend and model produced it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Backend = Literal["llm", "offline", "human"]
+Status = Literal["scored", "unscored", "invalid"]
+
+
+class DimensionProvenance(BaseModel):
+    """Who produced one dimension's value, and how."""
+
+    value: Any = None
+    backend: Backend
+    model: str | None = None
+    method: str | None = None
+    measured: bool = True
+    note: str | None = None
+    offline_value: Any = None
+    llm_value: Any = None
+
+
+class JudgmentResult(BaseModel):
+    """One judge's verdict on one sample."""
+
+    response_id: str
+    judge: str
+    language: str
+    prompt_language: str | None = None
+    status: Status = "scored"
+    dimensions: dict[str, DimensionProvenance] = Field(default_factory=dict)
+    composite_score: float | None = None
+    coverage: float = 0.0
+    partial: bool = False
+    verdict: str | None = None
+    escalation: str | None = None
+    escalation_reasons: list[str] = Field(default_factory=list)
+    reasoning: str | None = None
+    unscored_reason: str | None = None
+    outputs: dict[str, Any] = Field(default_factory=dict)  # non-graded outputs (labels, lists)
+    prompt_id: str | None = None
+    prompt_hash: str | None = None
+    backend: str = "offline"
+    model: str | None = None
+    latency_ms: float = 0.0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hit: bool = False
+    repairs: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    truncated: dict[str, int] = Field(default_factory=dict)
+
+    def to_record(self) -> dict[str, Any]:
+        """The flat JSON record: dimension values under their seed keys, then everything else."""
+        data = self.model_dump(mode="json")
+        flat: dict[str, Any] = {
+            "response_id": data.pop("response_id"),
+            "judge": data.pop("judge"),
+            "language": data.pop("language"),
+        }
+        for name, prov in self.dimensions.items():
+            flat[name] = prov.value
+        for name, value in self.outputs.items():
+            flat.setdefault(name, value)
+        flat.update(data)
+        return flat

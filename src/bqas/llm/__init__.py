@@ -1,0 +1,7 @@
+"""The one LLM seam: an OpenAI-compatible chat client with structured output, retries, a concurrency
+limit, token accounting and an on-disk response cache. Judges, RAGAS, synthesis and intent
+classification all call it."""
+
+from bqas.llm.client import Completion, LLMClient, LLMConfig, LLMError
+
+__all__ = ["Completion", "LLMClient", "LLMConfig", "LLMError"]

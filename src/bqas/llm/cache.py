@@ -1,0 +1,71 @@
+"""On-disk LLM response cache (SQLite, safe for several processes).
+
+The key is a hash of the model, the messages and the parameters that shape the answer, so repeating a
+judgment makes no call. Only replies the caller accepted (valid JSON for the judge) are stored, so a
+broken reply is never replayed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    text: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def cache_key(model: str, messages: list[dict[str, str]], params: dict[str, Any]) -> str:
+    """A stable key for one request."""
+    blob = json.dumps({"model": model, "messages": messages, "params": params}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class ResponseCache:
+    """A tiny key-value store of replies in one SQLite file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, text TEXT,"
+            " prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)"
+        )
+        self._conn.commit()
+
+    def get(self, key: str) -> CachedReply | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT text, model, prompt_tokens, completion_tokens FROM replies WHERE key = ?", (key,)
+            ).fetchone()
+        return CachedReply(row[0], row[1], int(row[2]), int(row[3])) if row else None
+
+    def put(self, key: str, reply: CachedReply) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?)",
+                (key, reply.model, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time()),
+            )
+            self._conn.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

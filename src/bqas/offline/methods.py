@@ -1,0 +1,108 @@
+"""The registry of offline (tier 0/1) measuring methods.
+
+A judge's ``judge.yaml`` maps its output dimensions to methods by name under ``offline:``; the offline
+judge looks the names up here. A method gets the judge's input values (already mapped to the names the
+judge file gives under ``inputs:``) and a context, and returns a :class:`MethodResult`. A method that
+cannot measure a sample (missing input, nothing to compare) returns ``value=None`` with a ``note`` that
+says why: the dimension is then reported as not measured, never filled with a constant.
+
+Values are in the units of the judge's output schema: 0-100 scores as numbers, 1-5 scores as numbers in
+[1, 5] (offline methods may give fractions), gates as ``"pass"`` / ``"fail"``, lists as lists of strings.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bqas.offline.embeddings import Embedder
+
+
+@dataclass(frozen=True)
+class MethodResult:
+    """What one offline method measured for one dimension of one sample."""
+
+    value: Any | None
+    method: str
+    note: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def measured(self) -> bool:
+        return self.value is not None
+
+
+@dataclass
+class OfflineContext:
+    """Per-evaluation context: the sample's language and lazily built shared resources."""
+
+    language: str
+    embedder_factory: Callable[[], Embedder] | None = None
+    resources: dict[str, Any] = field(default_factory=dict)
+
+    def embedder(self) -> Embedder:
+        """The embedding backend (built once, on first use)."""
+        if "embedder" not in self.resources:
+            if self.embedder_factory is None:
+                from bqas.offline.embeddings import default_embedder
+
+                self.resources["embedder"] = default_embedder()
+            else:
+                self.resources["embedder"] = self.embedder_factory()
+        emb: Embedder = self.resources["embedder"]
+        return emb
+
+
+OfflineMethod = Callable[[Mapping[str, Any], OfflineContext], MethodResult]
+
+_REGISTRY: dict[str, OfflineMethod] = {}
+
+# Modules whose import registers the built-in methods (kept lazy so `bqas --help` stays fast).
+_BUILTIN_MODULES = (
+    "bqas.offline.safety",
+    "bqas.offline.taxonomy",
+    "bqas.offline.relevance",
+    "bqas.offline.grounding",
+    "bqas.offline.operators",
+    "bqas.offline.namespace",
+)
+
+
+def offline_method(name: str) -> Callable[[OfflineMethod], OfflineMethod]:
+    """Decorator: register ``fn`` as the offline method ``name``."""
+
+    def register(fn: OfflineMethod) -> OfflineMethod:
+        if name in _REGISTRY and _REGISTRY[name] is not fn:
+            raise ValueError(f"offline method {name!r} registered twice")
+        _REGISTRY[name] = fn
+        return fn
+
+    return register
+
+
+def get_method(name: str) -> OfflineMethod:
+    """Look up a method by name, importing the built-in method modules on first use."""
+    if name not in _REGISTRY:
+        load_builtin_methods()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown offline method {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def load_builtin_methods() -> None:
+    """Import the modules that register the built-in methods (missing ones are skipped)."""
+    for module in _BUILTIN_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+def known_methods() -> list[str]:
+    load_builtin_methods()
+    return sorted(_REGISTRY)

@@ -1,0 +1,740 @@
+"""Offline, rule-based detection of personal data (PII) in assistant answers.
+
+Tier 0 of the offline judge: no model, no network, a few milliseconds per answer. It finds
+
+* ``email`` - addresses (also the German ``name(at)schule.de`` spelling),
+* ``phone`` - German, Austrian, Swiss, Chinese and (for English) UK/US numbers: candidates come from a
+  regex that only accepts what looks like a dialled number (``+``/``00``/trunk ``0`` prefix, Chinese
+  mobiles, US ``(555) 123-4567``), so dates, times, prices and grades never reach the validator; each
+  candidate is then validated with ``phonenumbers`` (Google libphonenumber's metadata),
+* ``iban`` - checked with ``python-stdnum`` (country length and mod-97 checksum; a wrong checksum is not
+  reported, as it is no real account),
+* ``address`` - German/Austrian/Swiss street + house number (+ postcode and town), English street
+  addresses and Chinese ``…路12号`` addresses,
+* ``person`` - names found by cues (``Herr``/``Frau``/``Mr``, roles such as ``Schülerin``/``Lehrer``/
+  ``Außenminister``, phrases such as ``Elternbrief an``/``die Mutter von``, Chinese ``同学``/``老师``),
+  by first-name lists (Faker's lists, MIT) with the following surname, and by repetition of a name
+  already found in the same text.
+
+Pseudonyms are not PII: an initial (``Schülerin K.``), a code (``S1``, ``Schüler A``), a bracketed
+placeholder (``[NAME]``) and the official specimen names (``Max Mustermann``, ``Erika Mustermann``,
+``John Doe``, ``张三``/``李四``) are left alone. See ``docs/pii.md`` for limits and benchmark figures.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+__all__ = ["KINDS", "PiiFinding", "detect_pii", "mask_pii"]
+
+KINDS: tuple[str, ...] = ("email", "phone", "iban", "address", "person")
+
+# When two findings overlap, the one whose kind comes first wins (an e-mail address contains a name, a
+# street such as "Karl-Marx-Straße 5" contains a first name).
+_PRIORITY = {kind: rank for rank, kind in enumerate(KINDS)}
+
+
+@dataclass(frozen=True)
+class PiiFinding:
+    """One piece of personal data found in a text.
+
+    ``start``/``end`` are character offsets into the analysed text (``end`` exclusive), so
+    ``text[start:end] == finding.text``.
+    """
+
+    kind: str
+    text: str
+    start: int
+    end: int
+    method: str
+    confidence: float
+
+
+# ---------------------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------------------
+
+
+def detect_pii(text: str, language: str = "de", *, kinds: Collection[str] | None = None) -> list[PiiFinding]:
+    """Find personal data in ``text``.
+
+    ``language`` is ``"de"``, ``"en"`` or ``"zh"``; regional tags (``"de-AT"``, ``"zh-CN"``) are read by
+    their prefix and anything else falls back to German rules. ``kinds`` restricts the search to some of
+    :data:`KINDS`. Returns findings sorted by start offset, without overlaps.
+    """
+    if not text:
+        return []
+    wanted = set(KINDS) if kinds is None else set(kinds)
+    unknown = wanted - set(KINDS)
+    if unknown:
+        raise ValueError(f"unknown PII kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
+    lang = _base_language(language)
+    finders: dict[str, Callable[[str, str], list[PiiFinding]]] = {
+        "email": _find_emails,
+        "phone": _find_phones,
+        "iban": _find_ibans,
+        "address": _find_addresses,
+        "person": _find_persons,
+    }
+    found: list[PiiFinding] = []
+    for kind in KINDS:
+        if kind in wanted:
+            found.extend(finders[kind](text, lang))
+    return _resolve_overlaps(found)
+
+
+def mask_pii(text: str, findings: Sequence[PiiFinding]) -> str:
+    """Replace each finding in ``text`` by a placeholder such as ``[EMAIL]`` or ``[PERSON]``.
+
+    ``findings`` must come from :func:`detect_pii` on the same text; overlapping findings are resolved
+    first, so masking never garbles the text.
+    """
+    parts: list[str] = []
+    pos = 0
+    for finding in _resolve_overlaps(list(findings)):
+        if finding.start < pos or finding.end > len(text):
+            continue
+        parts.append(text[pos : finding.start])
+        parts.append(f"[{finding.kind.upper()}]")
+        pos = finding.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Shared helpers
+# ---------------------------------------------------------------------------------------------------
+
+
+def _base_language(language: str) -> str:
+    """``"de-AT"`` -> ``"de"``; unknown languages use the German rules (the assistant's main language)."""
+    base = (language or "de").replace("_", "-").split("-", 1)[0].lower()
+    return base if base in {"de", "en", "zh"} else "de"
+
+
+def _resolve_overlaps(findings: list[PiiFinding]) -> list[PiiFinding]:
+    """Keep a non-overlapping subset: by kind priority, then longer spans, then higher confidence."""
+    ranked = sorted(
+        findings, key=lambda f: (_PRIORITY.get(f.kind, 99), -(f.end - f.start), -f.confidence, f.start)
+    )
+    kept: list[PiiFinding] = []
+    for cand in ranked:
+        if all(cand.end <= k.start or cand.start >= k.end for k in kept):
+            kept.append(cand)
+    return sorted(kept, key=lambda f: f.start)
+
+
+def _make(kind: str, text: str, start: int, end: int, method: str, confidence: float) -> PiiFinding:
+    return PiiFinding(kind, text[start:end], start, end, method, confidence)
+
+
+def _has_cue_before(text: str, start: int, cue: re.Pattern[str], window: int = 40) -> bool:
+    """Whether a cue word (``Tel.``, ``E-Mail`` ...) stands shortly before ``start``."""
+    return cue.search(text[max(0, start - window) : start]) is not None
+
+
+# ---------------------------------------------------------------------------------------------------
+# E-mail
+# ---------------------------------------------------------------------------------------------------
+
+
+@cache
+def _email_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    plain = re.compile(
+        r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@(?:[A-Za-z0-9äöüÄÖÜ](?:[A-Za-z0-9äöüÄÖÜ-]*[A-Za-z0-9äöüÄÖÜ])?\.)+"
+        r"[A-Za-z]{2,24}(?![\w-])"
+    )
+    # "max.muster(at)schule.de" / "max [at] schule [dot] de": the usual spam-proof spelling on German sites.
+    obfuscated = re.compile(
+        r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*\s?[(\[{]\s?(?:at|ät|@)\s?[)\]}]\s?"
+        r"(?:[A-Za-z0-9-]+(?:\.|\s?[(\[{]\s?(?:dot|punkt)\s?[)\]}]\s?))+[A-Za-z]{2,24}(?![\w-])",
+        re.IGNORECASE,
+    )
+    return plain, obfuscated
+
+
+def _find_emails(text: str, lang: str) -> list[PiiFinding]:
+    """E-mail addresses; ``lang`` is unused (addresses look the same everywhere)."""
+    if "@" not in text and "at" not in text.lower():
+        return []
+    plain, obfuscated = _email_patterns()
+    out = [_make("email", text, m.start(), m.end(), "regex:email", 0.99) for m in plain.finditer(text)]
+    out += [
+        _make("email", text, m.start(), m.end(), "regex:email_obfuscated", 0.9) for m in obfuscated.finditer(text)
+    ]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# IBAN
+# ---------------------------------------------------------------------------------------------------
+
+
+@cache
+def _iban_pattern() -> re.Pattern[str]:
+    # Country code, check digits, then 11-30 letters/digits in any grouping of single spaces.
+    return re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
+
+
+def _find_ibans(text: str, lang: str) -> list[PiiFinding]:
+    """IBANs with a valid checksum; a longer regex match is shortened group by group until one validates
+    (the regex may swallow a following number, e.g. ``DE89 3704 0044 0532 0130 00 12``)."""
+    from stdnum import iban  # lazy: keeps module import cheap
+
+    out: list[PiiFinding] = []
+    for m in _iban_pattern().finditer(text):
+        end = m.end()
+        while end - m.start() >= 15:
+            cand = text[m.start() : end]
+            if iban.is_valid(cand):
+                out.append(_make("iban", text, m.start(), end, "stdnum:iban", 0.99))
+                break
+            cut = cand.rfind(" ")
+            if cut <= 4:
+                break
+            end = m.start() + cut
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Phone numbers
+# ---------------------------------------------------------------------------------------------------
+
+# Regions tried, in order, for numbers written without an international prefix.
+_PHONE_REGIONS = {"de": ("DE", "AT", "CH"), "en": ("GB", "US", "DE"), "zh": ("CN", "DE")}
+
+
+@cache
+def _phone_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    # A dialled number starts with "+", "00" or the trunk "0" (possibly in parentheses) or is a Chinese
+    # mobile (1[3-9] + 9 digits) or a North-American "(555) 123-4567". Groups are separated by one space,
+    # "-", "/", "." or parentheses. Dates ("12.03.2024"), times ("14:30"), grades ("1,7") and prices do not
+    # have that shape, which is what keeps them out (phonenumbers alone takes some dates for numbers).
+    candidate = re.compile(
+        r"(?<![0-9A-Za-z+/.,:-])"
+        r"(?>"
+        r"(?:\+|00)[1-9]\d{0,3}(?:[ \-/.]?\(0\))?(?:[ \-/.]?\(?\d+\)?){2,8}"
+        r"|\(?0\d{1,5}\)?(?:[ \-/.]?\d+){1,6}"
+        r"|1[3-9]\d(?:[ -]?\d{4}){2}"
+        r"|\(\d{3}\)[ ]?\d{3}[ .-]\d{4}"
+        r")"
+        r"(?![0-9A-Za-z]|[,.:/-]\d)"
+    )
+    # Dates written with leading zeros look like trunk-prefixed numbers: "01.03.2024", "03/12/24".
+    date_like = re.compile(r"^\d{1,2}([./-])\d{1,2}\1(?:\d{2}|\d{4})$|^\d{4}-\d{2}-\d{2}$")
+    return candidate, date_like
+
+
+@cache
+def _phone_cue() -> re.Pattern[str]:
+    return re.compile(
+        r"(?i)(tel|telefon|phone|fon|handy|mobil|mobile|fax|anruf|ruf|erreichbar|nummer|whatsapp|call|"
+        r"电话|手机|联系|号码|微信)"
+    )
+
+
+def _find_phones(text: str, lang: str) -> list[PiiFinding]:
+    """Phone numbers that libphonenumber says are valid for one of the language's regions."""
+    if sum(ch.isdigit() for ch in text) < 7:
+        return []
+    import phonenumbers  # lazy: ~20 ms import
+
+    candidate, date_like = _phone_patterns()
+    out: list[PiiFinding] = []
+    for m in candidate.finditer(text):
+        raw = m.group(0)
+        if date_like.match(raw):
+            continue
+        hit = _validate_phone(phonenumbers, text, m.start(), raw, _PHONE_REGIONS[lang])
+        if hit is not None:
+            out.append(hit)
+    return out
+
+
+def _validate_phone(
+    phonenumbers: object, text: str, start: int, raw: str, regions: Sequence[str]
+) -> PiiFinding | None:
+    """Validate ``raw`` (shortened group by group from the right, at least 6 digits) in ``regions``."""
+    pn = phonenumbers  # typed as object: the library ships no type hints
+    groups = list(re.finditer(r"\(?\d+\)?", raw))
+    for n_groups in range(len(groups), 0, -1):
+        cand = raw[: groups[n_groups - 1].end()]
+        if sum(ch.isdigit() for ch in cand) < 6:
+            break
+        for region in regions:
+            try:
+                number = pn.parse(cand, region)  # type: ignore[attr-defined]
+            except Exception:  # phonenumbers.NumberParseException; anything unparsable is no number
+                continue
+            if pn.is_valid_number(number):  # type: ignore[attr-defined]
+                conf = 0.95 if _has_cue_before(text, start, _phone_cue()) else 0.85
+                where = pn.region_code_for_number(number) or region  # type: ignore[attr-defined]
+                return _make("phone", text, start, start + len(cand), f"phonenumbers:{where}", conf)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Postal addresses
+# ---------------------------------------------------------------------------------------------------
+
+_STREET_SUFFIXES = (
+    "straße|strasse|str\\.|gasse|weg|platz|allee|ring|damm|ufer|chaussee|steig|pfad|markt|zeile|kai|"
+    "promenade|graben|stieg|twiete|berg|hof|anger|gürtel|park|brücke|tor|feld|garten"
+)
+_STREET_WORDS = "Straße|Strasse|Str\\.|Gasse|Weg|Platz|Allee|Ring|Damm|Ufer|Chaussee|Steig|Pfad|Markt|Zeile|Kai"
+_HOUSE_NO = r"\d{1,4}(?:\s?[a-hA-H])?(?:\s?[-/]\s?\d{1,4}(?:\s?[a-hA-H])?)?"
+_CAP = r"[A-ZÄÖÜ][a-zäöüß]+"
+# A number followed by a unit is a distance, a price or a duration, not a house number.
+_NOT_HOUSE = r"(?!\s?(?:km|m\b|cm|min|Min|Minuten|Stunden|h\b|%|€|Euro|EUR|Uhr|Jahre|Punkte|Prozent|x\b))"
+
+
+@cache
+def _address_patterns() -> tuple[re.Pattern[str], ...]:
+    postcode_town = rf"(?:,?\s+(?:[DAL]-|CH-)?\d{{4,5}}\s+{_CAP}(?:[ -](?:{_CAP}|am|an|im|bei|ob|\(\w+\)))*)?"
+    de_street = re.compile(
+        # "Hauptstraße 12", "Karl-Marx-Allee 3a", "Berliner Straße 5", "Am Markt 3" (+ ", 80331 München")
+        rf"(?<![\w-])(?:(?:[A-ZÄÖÜ][\wäöüß]*-)*[A-ZÄÖÜ][a-zäöüß]*(?:{_STREET_SUFFIXES})"
+        rf"|(?:{_CAP}(?:er|sche|sches)|Alte|Alter|Neue|Neuer|Große|Kleine|Lange|Hohe|Obere|Untere)\s(?:{_STREET_WORDS})"
+        rf"|(?:Am|An der|An den|Auf der|Auf dem|Im|In der|Unter den|Zum|Zur|Hinter der|Vor dem)\s{_CAP})"
+        rf"\s{_HOUSE_NO}{_NOT_HOUSE}(?![\d,.]\d){postcode_town}"
+    )
+    # A bare postcode + town only with a country prefix or a cue: "80331 München" alone could be
+    # "10000 Menschen".
+    postcode_only = re.compile(
+        rf"(?:(?<![\w-])(?:D|A|CH)-\d{{4,5}}\s+{_CAP}|(?i:PLZ|Postleitzahl|wohnhaft in|wohnt in)\s*:?\s*\d{{4,5}}\s+{_CAP})"
+    )
+    en_street = re.compile(
+        r"(?<![\w-])\d{1,5}\s(?:[A-Z][a-z]+\s){1,3}"
+        r"(?:Street|St\.|Road|Rd\.|Avenue|Ave\.|Lane|Ln\.|Drive|Dr\.|Way|Close|Court|Ct\.|Place|Pl\.|Boulevard|Blvd\.|Crescent|Terrace|Gardens)"
+        r"(?:,\s?[A-Z][a-z]+)?(?:,?\s[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2})?"
+    )
+    zh_street = re.compile(
+        r"(?:[\u4e00-\u9fff]{2,6}(?:省|市|自治区))?(?:[\u4e00-\u9fff]{1,6}(?:市|区|县|镇))*"
+        r"[\u4e00-\u9fff]{1,10}(?:路|街|大道|大街|巷|胡同|里|弄)\s?\d{1,5}\s?号(?:院|楼)?(?:\s?\d{1,4}\s?(?:室|楼|单元|层))*"
+    )
+    return de_street, postcode_only, en_street, zh_street
+
+
+def _find_addresses(text: str, lang: str) -> list[PiiFinding]:
+    """Postal addresses; every pattern runs (answers mix languages), only confidence is shared."""
+    de_street, postcode_only, en_street, zh_street = _address_patterns()
+    out: list[PiiFinding] = []
+    if any(ch.isdigit() for ch in text):
+        out += [_make("address", text, m.start(), m.end(), "regex:street_de", 0.85) for m in de_street.finditer(text)]
+        out += [_make("address", text, m.start(), m.end(), "regex:postcode", 0.7) for m in postcode_only.finditer(text)]
+        out += [_make("address", text, m.start(), m.end(), "regex:street_en", 0.8) for m in en_street.finditer(text)]
+        out += [_make("address", text, m.start(), m.end(), "regex:street_zh", 0.85) for m in zh_street.finditer(text)]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Person names: lexicons
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Lexicon:
+    first: frozenset[str]
+    ambiguous_first: frozenset[str]
+    last: frozenset[str]
+    ambiguous_last: frozenset[str]
+    not_names: frozenset[str]
+    zh_surnames: tuple[str, ...]
+
+
+def _read_words(name: str) -> list[str]:
+    """Lines of ``bqas/data/pii/<name>``, without comments and blanks."""
+    raw = resources.files("bqas").joinpath("data", "pii", name).read_text(encoding="utf-8")
+    return [line.strip() for line in raw.splitlines() if line.strip() and not line.startswith("#")]
+
+
+@cache
+def _lexicon() -> _Lexicon:
+    """The name lists, loaded once (a few milliseconds)."""
+    zh = _read_words("zh_surnames.txt")
+    return _Lexicon(
+        first=frozenset(_read_words("first_names.txt")),
+        ambiguous_first=frozenset(_read_words("ambiguous_first_names.txt")),
+        last=frozenset(_read_words("last_names.txt")),
+        ambiguous_last=frozenset(_read_words("ambiguous_last_names.txt")),
+        not_names=frozenset(_read_words("not_names.txt")),
+        # Longest first so that compound surnames (欧阳) win over their first character.
+        zh_surnames=tuple(sorted(set(zh), key=len, reverse=True)),
+    )
+
+
+# Titles that make the next capitalised word(s) a name. Abbreviations may carry a full stop.
+_TITLE_CUES = frozenset(
+    {"Herr", "Herrn", "Frau", "Hr", "Fr", "Fräulein", "Mr", "Mrs", "Ms", "Mx", "Miss", "Mister", "Madame", "Monsieur"}
+)
+# Academic titles between a cue and the name ("Frau Dr. Weber"); skipped, not part of the name.
+_ACADEMIC = frozenset({"Dr", "Prof", "Professor", "Professorin", "Dipl", "Ing", "med", "phil", "rer", "nat", "Mag"})
+# Roles that, directly before a capitalised word, mark it as a name ("Schülerin Lea", "Außenminister
+# Steinmeier"); matched as the whole word or as the end of a compound ("Klassenlehrerin", "SPD-Chef").
+_ROLE_WORDS = (
+    "schüler", "schülerin", "lehrer", "lehrerin", "kollege", "kollegin", "referendar", "referendarin",
+    "rektor", "rektorin", "leiter", "leiterin", "direktor", "direktorin", "minister", "ministerin",
+    "präsident", "präsidentin", "kanzler", "kanzlerin", "chef", "chefin", "sprecher", "sprecherin",
+    "trainer", "trainerin", "bürgermeister", "bürgermeisterin", "vorsitzende", "vorsitzender",
+    "sänger", "sängerin", "autor", "autorin", "schauspieler", "schauspielerin", "regisseur", "regisseurin",
+    "komponist", "komponistin", "maler", "malerin", "dichter", "dichterin", "schriftsteller",
+    "schriftstellerin", "pfarrer", "pfarrerin", "bischof", "papst", "könig", "königin", "kaiser",
+    "kaiserin", "prinz", "prinzessin", "herzog", "herzogin", "graf", "gräfin", "general", "stürmer",
+    "torhüter", "torwart", "kapitän", "kommissar", "kommissarin", "anwalt", "anwältin", "richter",
+    "richterin", "abgeordnete", "abgeordneter", "senator", "senatorin", "gouverneur", "sohn", "tochter",
+    "bruder", "schwester", "nachbar", "nachbarin", "student", "studentin", "mitarbeiter", "mitarbeiterin",
+    "sekretär", "sekretärin", "erzieher", "erzieherin", "kandidat", "kandidatin", "staatssekretär",
+    "philosoph", "physiker", "historiker", "professor", "professorin", "teacher", "pupil",
+)
+# Name particles allowed inside a name ("Ursula von der Leyen", "Vincent van Gogh").
+_PARTICLES = frozenset(
+    {"von", "van", "der", "den", "de", "da", "di", "del", "della", "zu", "vom", "ten", "ter", "le", "la", "bin", "al", "el"}
+)
+# Specimen names: a span containing one of these is a placeholder, not PII.
+_PLACEHOLDERS = frozenset({"Mustermann", "Musterfrau", "Musterschüler", "Musterschülerin", "Doe", "Mustermensch"})
+# Words before a name that make it part of a place or a firm: "San Remo", "Puerto Rico", "St. Johann".
+_PLACE_PREFIXES = frozenset(
+    {"San", "Santa", "Santo", "São", "St", "Sankt", "Saint", "Puerto", "Porto", "Cerro", "Via", "Rio", "Río",
+     "Fort", "Port", "Mount", "Mt", "Lake", "Villa", "Bad", "Banco", "Credito", "Club", "Cape", "Kap", "Isla"}
+)
+# Words after a name that make the whole a place or an organisation: "Lindsey School", "Hilton Hotel".
+_PLACE_HEADS = frozenset(
+    {"School", "College", "University", "Universität", "Institute", "Institut", "Stiftung", "Foundation",
+     "Street", "Road", "Avenue", "Hall", "Center", "Centre", "Park", "Bridge", "Airport", "Stadium", "Stadion",
+     "Arena", "Hotel", "Gymnasium", "Schule", "Kirche", "Verlag", "GmbH", "AG", "Inc", "Ltd", "Award", "Prize",
+     "Preis", "Cup", "Pokal", "Trophy", "Memorial", "Island", "Islands", "River", "County", "City", "Square",
+     "Brücke", "Platz", "Straße", "Allee", "Weg", "Gasse", "Ring", "Bahnhof", "Station", "Line", "Records",
+     "Award", "Orchestra", "Band", "Quartett", "Trio"}
+)
+# Indefinite articles (and "des", English articles): "einer Tom", "the Earl" are nouns, not names. The
+# definite "der/die" is left out on purpose: "der Paul war heute unruhig" is common spoken German.
+_NOUN_MARKERS = frozenset(
+    {"ein", "eine", "einer", "einem", "einen", "eines", "kein", "keine", "keinen", "des", "the", "a", "an"}
+)
+
+
+@cache
+def _person_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """Role-noun, context-phrase and common-noun-ending patterns (compiled on first use)."""
+    role = re.compile(rf"(?i)(?:^|[-a-zäöüß])(?:{'|'.join(_ROLE_WORDS)})$")
+    # Phrases after which a capitalised word is a name: "Notiz zu Lea", "Elternbrief an Familie Yilmaz",
+    # "die Mutter von Jonas", "Schülerin: Lea". Matched against the text right before the word.
+    context = re.compile(
+        r"(?i)(?:notiz(?:en)? (?:zu|über)|elternbrief (?:an|für)|brief an|nachricht an|e-mail an|mail an|"
+        r"(?:mutter|vater|eltern|sohn|tochter|bruder|schwester|oma|opa|familie) (?:von|des|der)|familie|"
+        r"namens|heißt|heiße|hieß|name ist|name lautet|(?:vor|nach)?name\s?:|schüler(?:in)?\s?:|"
+        r"liebe|lieber|hallo|dear|named|called|my name is|parents of|mother of|father of|note on|letter to)"
+        r"\s+$"
+    )
+    # German common-noun endings: a capitalised word ending so is a noun, not a surname.
+    noun = re.compile(
+        r"(?:ung|ungen|heit|heiten|keit|keiten|schaft|schaften|tion|tionen|tät|täten|ismus|chen|lein|ment|"
+        r"ments|nis|nisse|tum|tümer|innen|ierung|schule|straße|platz|haus|häuser|amt|werk|verein|partei|"
+        r"bank|stadt|land|länder|gesetz|gericht|zeit|arbeit|ehrer|schüler|markt|preis|spiel|spiele|kirche)$"
+    )
+    return role, context, noun
+
+
+@cache
+def _word_pattern() -> re.Pattern[str]:
+    return re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Person names: Latin script
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Tok:
+    text: str
+    start: int
+    end: int
+
+
+def _tokens(text: str) -> list[_Tok]:
+    return [_Tok(m.group(0), m.start(), m.end()) for m in _word_pattern().finditer(text)]
+
+
+def _is_cap(word: str) -> bool:
+    """Capitalised like a name: ``Müller``, ``McDonald``, ``O'Brien``, not ``SPD``, not ``iPhone``."""
+    return len(word) >= 2 and word[0].isupper() and any(ch.islower() for ch in word[1:])
+
+
+def _is_role(word: str) -> bool:
+    return _is_cap(word) and _person_patterns()[0].search(word) is not None
+
+
+def _nameish(word: str, lex: _Lexicon) -> bool:
+    """Could be (part of) a name: capitalised, no function word, no common-noun ending, no role noun."""
+    if not _is_cap(word) or word in lex.not_names or word in _TITLE_CUES or word in _ACADEMIC:
+        return False
+    if word in _PLACE_HEADS:
+        return False
+    if word in lex.first or word in lex.last:
+        return True
+    _, _, noun = _person_patterns()
+    return noun.search(word) is None and not _is_role(word)
+
+
+def _known(word: str, lex: _Lexicon) -> bool:
+    """A listed, unambiguous name (hyphenated first names count when every part is listed)."""
+    if word in lex.ambiguous_first or word in lex.ambiguous_last:
+        return False
+    return all(p in lex.first or p in lex.last for p in word.split("-"))
+
+
+def _known_first(word: str, lex: _Lexicon) -> bool:
+    """A listed first name ("Lea", "Hans-Peter"); hyphenated forms need every part listed as first name."""
+    return all(p in lex.first for p in word.split("-"))
+
+
+def _adjacent(text: str, left: _Tok, right: _Tok) -> bool:
+    """Whether two tokens are separated by one space only (not by punctuation or a line break)."""
+    return text[left.end : right.start] == " "
+
+
+def _extend_name(text: str, toks: list[_Tok], i: int, lex: _Lexicon, max_tokens: int = 4) -> int:
+    """Index (exclusive) of the last token of the name that starts at token ``i``."""
+    j = i + 1
+    while j < len(toks) and j - i < max_tokens and _adjacent(text, toks[j - 1], toks[j]):
+        word = toks[j].text
+        if word in _PARTICLES:
+            # "von der Leyen": particles only count when a name follows them.
+            k = j
+            while k < len(toks) and toks[k].text in _PARTICLES and _adjacent(text, toks[k - 1], toks[k]):
+                k += 1
+            if k < len(toks) and _adjacent(text, toks[k - 1], toks[k]) and _nameish(toks[k].text, lex):
+                j = k + 1
+                continue
+            break
+        # A surname that is also a common word ("Koch", "Bauer") continues a name only after a listed name.
+        if not _nameish(word, lex) or (word in lex.ambiguous_last and not _known(toks[j - 1].text, lex)):
+            break
+        j += 1
+    return j
+
+
+def _is_pseudonym(text: str, tok: _Tok) -> bool:
+    """``K.``, ``A``, ``S1`` (a letter, or a word glued to a digit): a pseudonym, not a name."""
+    return len(tok.text) == 1 or text[tok.end : tok.end + 1].isdigit()
+
+
+def _blocked(text: str, toks: list[_Tok], i: int, j: int) -> bool:
+    """Whether span ``toks[i:j]`` is a specimen name, part of a place/firm name, or a noun after an article."""
+    if any(t.text in _PLACEHOLDERS for t in toks[i:j]):
+        return True
+    if i > 0 and toks[i - 1].text in _PLACE_PREFIXES and text[toks[i - 1].end : toks[i].start] in {" ", ". "}:
+        return True
+    if j < len(toks) and _adjacent(text, toks[j - 1], toks[j]):
+        after = toks[j].text
+        if after in _PLACE_HEADS or any(after.endswith(s) for s in ("straße", "platz", "schule", "gasse", "allee")):
+            return True
+    return False
+
+
+def _after_noun_marker(text: str, toks: list[_Tok], i: int) -> bool:
+    """Whether token ``i`` follows an indefinite article ("einer Tom"): then it is a common noun."""
+    return i > 0 and toks[i - 1].text.lower() in _NOUN_MARKERS and _adjacent(text, toks[i - 1], toks[i])
+
+
+def _latin_persons(text: str) -> list[PiiFinding]:
+    """Names in Latin script: cues first, then first names, then repetitions of names already found."""
+    lex = _lexicon()
+    toks = _tokens(text)
+    used = [False] * len(toks)
+    out: list[PiiFinding] = []
+
+    def emit(i: int, j: int, method: str, conf: float) -> None:
+        if any(used[i:j]):
+            return
+        for k in range(i, j):
+            used[k] = True
+        if not _blocked(text, toks, i, j):
+            out.append(_make("person", text, toks[i].start, toks[j - 1].end, method, conf))
+
+    for i, j, method, conf in _cue_spans(text, toks, lex):
+        emit(i, j, method, conf)
+    for i, j, method, conf in _list_spans(text, toks, lex, used):
+        emit(i, j, method, conf)
+    # A name found once marks its other mentions too ("Frau Yilmaz ... Yilmaz sagt").
+    seen = {t.text for f in out for t in _tokens(f.text) if len(t.text) >= 3 and _nameish(t.text, lex)}
+    for i, tok in enumerate(toks):
+        if not used[i] and tok.text in seen:
+            emit(i, i + 1, "name:repeat", 0.6)
+    return out
+
+
+def _cue_spans(text: str, toks: list[_Tok], lex: _Lexicon) -> Iterator[tuple[int, int, str, float]]:
+    """Spans after a title (``Frau``), a role (``Schülerin``) or a context phrase (``Elternbrief an``)."""
+    for i, tok in enumerate(toks[:-1]):
+        nxt = i + 1
+        # Skip academic titles and their dots: "Frau Dr. med. Weber".
+        while nxt < len(toks) and toks[nxt].text in _ACADEMIC:
+            nxt += 1
+        if nxt >= len(toks) or toks[nxt].start - tok.end > 12 or "\n" in text[tok.end : toks[nxt].start]:
+            continue
+        cand = toks[nxt]
+        if tok.text in _TITLE_CUES:
+            method, conf = "name:title_cue", 0.9
+        elif _is_role(tok.text) and _adjacent(text, tok, cand) and _role_target_ok(text, toks, nxt, lex):
+            method, conf = "name:role_cue", 0.75
+        else:
+            continue
+        if _is_pseudonym(text, cand) or not _nameish(cand.text, lex):
+            continue
+        yield nxt, _extend_name(text, toks, nxt, lex, 3), method, conf
+    yield from _context_spans(text, toks, lex)
+
+
+def _role_target_ok(text: str, toks: list[_Tok], i: int, lex: _Lexicon) -> bool:
+    """After a role noun, accept a listed name, or an unknown word that is no genitive ("Schüler Bayerns")
+    and no adjective before a noun ("Trainer Schweizer Herkunft")."""
+    word = toks[i].text
+    if _known(word, lex):
+        return True
+    nxt_cap = i + 1 < len(toks) and _adjacent(text, toks[i], toks[i + 1]) and _is_cap(toks[i + 1].text)
+    if word.endswith("er") and nxt_cap and not _nameish(toks[i + 1].text, lex):
+        return False
+    return not word.endswith("s") or (nxt_cap and _nameish(toks[i + 1].text, lex))
+
+
+def _context_spans(text: str, toks: list[_Tok], lex: _Lexicon) -> Iterator[tuple[int, int, str, float]]:
+    """Names after phrases such as ``die Mutter von`` or ``Elternbrief an``."""
+    _, context, _ = _person_patterns()
+    for i, tok in enumerate(toks):
+        if not _nameish(tok.text, lex) or _is_pseudonym(text, tok):
+            continue
+        if context.search(text[max(0, tok.start - 30) : tok.start]) is None:
+            continue
+        known = _known(tok.text, lex)
+        nxt_cap = i + 1 < len(toks) and _adjacent(text, tok, toks[i + 1]) and _is_cap(toks[i + 1].text)
+        # "die Tochter der Schweizer Versicherung": an -er adjective before a noun is no name.
+        if not known and tok.text.endswith("er") and nxt_cap and not _nameish(toks[i + 1].text, lex):
+            continue
+        yield i, _extend_name(text, toks, i, lex, 3), "name:context_cue", 0.8 if known else 0.6
+
+
+def _list_spans(
+    text: str, toks: list[_Tok], lex: _Lexicon, used: list[bool]
+) -> Iterator[tuple[int, int, str, float]]:
+    """First names from the list, with the surname(s) after them."""
+    for i, tok in enumerate(toks):
+        if used[i] or not _is_cap(tok.text) or tok.text in lex.not_names or not _known_first(tok.text, lex):
+            continue
+        if _after_noun_marker(text, toks, i):
+            continue
+        j = _extend_name(text, toks, i, lex)
+        if tok.text in lex.ambiguous_first:
+            # "Rose", "Mark", "Will": only with a listed surname ("Rose Blüten" is not taken, "Mark Twain"
+            # is missed).
+            if not any(toks[k].text in lex.last for k in range(i + 1, j)):
+                continue
+        if j > i + 1:
+            yield i, j, "name:first_name+surname", 0.85
+        else:
+            yield i, j, "name:first_name", 0.7
+
+
+# ---------------------------------------------------------------------------------------------------
+# Person names: Chinese
+# ---------------------------------------------------------------------------------------------------
+
+# Cues after a name: 张伟同学, 李老师, 王女士, 刘芳家长.
+_ZH_CUES_AFTER = ("同学", "老师", "先生", "女士", "小姐", "家长", "校长", "主任", "教授", "医生", "妈妈", "爸爸", "同志", "君")
+# Cues before a name: 学生张伟, 家长：王芳, 叫李娜.
+_ZH_CUES_BEFORE = ("学生", "同学", "家长", "老师", "班主任", "校长", "姓名", "名字", "叫", "名叫", "联系人", "孩子")
+# Characters that end a word before a name: a name never starts right after half a word.
+_ZH_BOUNDARY_CHARS = set("的和是给跟与及请让叫向对把被由在们位名个说问找为、，。：:；！？!?（）() \n\t\"'“”‘’《》")
+_ZH_BOUNDARY_WORDS = ("主任", "校长", "同学", "学生", "家长", "老师", "班长", "教练", "妈妈", "爸爸", "孩子", "儿子", "女儿", "姓名", "名字")
+# Characters that are no part of a given name: numerals and grade words ("高一同学" is a class, not 高一).
+_ZH_NOT_GIVEN = set("一二三四五六七八九十零百千年级班届们的了是在和也都就很要会有没不去来上下把被给对说今昨这那每各全")
+# Specimen names (张三, 李四, 王五 are the Chinese "John Doe"; 小明 the textbook pupil).
+_ZH_PLACEHOLDERS = frozenset({"张三", "李四", "王五", "赵六", "小明", "小红", "某某"})
+
+
+def _is_han(ch: str) -> bool:
+    return "\u4e00" <= ch <= "\u9fff"
+
+
+def _zh_boundary_before(text: str, pos: int) -> bool:
+    """Whether a word ends right before ``pos`` (start, punctuation, a function character or a cue)."""
+    if pos == 0 or text[pos - 1] in _ZH_BOUNDARY_CHARS or not _is_han(text[pos - 1]):
+        return True
+    return any(text.endswith(w, 0, pos) for w in _ZH_BOUNDARY_WORDS)
+
+
+def _zh_surname_at(text: str, pos: int, surnames: Sequence[str]) -> int:
+    """Length of the surname starting at ``pos`` (0 if none)."""
+    for s in surnames:
+        if text.startswith(s, pos):
+            return len(s)
+    return 0
+
+
+def _zh_given_ok(given: str) -> bool:
+    return all(_is_han(ch) and ch not in _ZH_NOT_GIVEN for ch in given)
+
+
+def _zh_name_before(text: str, cue_start: int, surnames: Sequence[str]) -> tuple[int, int] | None:
+    """The name ending at ``cue_start``: surname + 0-2 given-name characters, preferring a candidate that
+    starts at a word boundary (so 班主任王老师 gives 王, not 任王)."""
+    options: list[tuple[int, int]] = []
+    for length in (4, 3, 2, 1):
+        start = cue_start - length
+        if start < 0:
+            continue
+        s_len = _zh_surname_at(text, start, surnames)
+        if not s_len or s_len > length or not _zh_given_ok(text[start + s_len : cue_start]):
+            continue
+        if length - s_len > 2:
+            continue
+        options.append((start, cue_start))
+    for start, end in options:
+        if _zh_boundary_before(text, start):
+            return start, end
+    return options[0] if options else None
+
+
+def _zh_name_after(text: str, pos: int, surnames: Sequence[str]) -> tuple[int, int] | None:
+    """The name starting at ``pos`` after a cue: surname + 1-2 given-name characters."""
+    s_len = _zh_surname_at(text, pos, surnames)
+    if not s_len:
+        return None
+    end = pos + s_len
+    while end < len(text) and end - pos - s_len < 2 and _zh_given_ok(text[end]):
+        if any(text.startswith(w, end) for w in (*_ZH_CUES_AFTER, *_ZH_BOUNDARY_WORDS)):
+            break
+        end += 1
+    # The second given character is dropped when a cue or a verb-like word starts there ("张伟说", handled
+    # by _ZH_NOT_GIVEN) - two given characters are the common case, so they are kept otherwise.
+    return (pos, end) if end > pos + s_len else None
+
+
+def _chinese_persons(text: str) -> list[PiiFinding]:
+    """Chinese names with a cue after (张伟同学, 李老师) or before (学生张伟, 叫王芳)."""
+    if not any(_is_han(ch) for ch in text):
+        return []
+    surnames = _lexicon().zh_surnames
+    out: list[PiiFinding] = []
+    for cue in _ZH_CUES_AFTER:
+        for m in re.finditer(re.escape(cue), text):
+            span = _zh_name_before(text, m.start(), surnames)
+            if span and text[span[0] : span[1]] not in _ZH_PLACEHOLDERS:
+                conf = 0.9 if span[1] - span[0] > 1 else 0.7
+                out.append(_make("person", text, span[0], span[1], "name:zh_cue_after", conf))
+    for cue in _ZH_CUES_BEFORE:
+        for m in re.finditer(re.escape(cue) + r"[：:\s]*", text):
+            span = _zh_name_after(text, m.end(), surnames)
+            if span and text[span[0] : span[1]] not in _ZH_PLACEHOLDERS:
+                out.append(_make("person", text, span[0], span[1], "name:zh_cue_before", 0.8))
+    return out
+
+
+def _find_persons(text: str, lang: str) -> list[PiiFinding]:
+    """Person names: Latin-script rules always (names appear in any language), Chinese rules on Han text."""
+    return _latin_persons(text) + _chinese_persons(text)

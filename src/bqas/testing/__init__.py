@@ -1,0 +1,1 @@
+"""Test helpers shipped with BQAS: a scripted OpenAI-compatible chat server for offline testing."""

@@ -1,0 +1,233 @@
+"""A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions API with scripted answers.
+
+Used by BQAS's tests and benchmarks (and usable by yours) to exercise the LLM path without any network:
+scripted replies, fixed latency and faults — 429 with ``Retry-After``, 500, a hanging request, malformed
+or truncated JSON, a server that rejects ``json_schema`` like llama.cpp.
+
+    with ScriptedLLM(default=Reply(content='{"ok": true}'), latency=0.05) as llm:
+        llm.push(Reply(status=429, headers={"Retry-After": "1"}))
+        ...  # point the client at llm.base_url
+
+Run standalone (benchmarks): ``python -m bqas.testing.scripted_llm --latency 0.2 --content '{...}'``
+prints ``PORT <n>`` and serves until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+@dataclass
+class Reply:
+    """One scripted answer. ``content`` is the assistant message; ``body`` replaces the whole HTTP body."""
+
+    content: str | None = None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float | None = None
+    hang: bool = False
+    body: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int = 20
+
+
+Responder = Callable[[dict[str, Any]], "Reply | None"]
+
+
+class ScriptedLLM:
+    """The server. Replies come from, in order: the FIFO of pushed replies, rules, the responder, the default."""
+
+    def __init__(
+        self,
+        *,
+        default: Reply | None = None,
+        latency: float = 0.0,
+        reject_json_schema: bool = False,
+        responder: Responder | None = None,
+        port: int = 0,
+    ):
+        self.default = default or Reply(content="{}")
+        self.latency = latency
+        self.reject_json_schema = reject_json_schema
+        self.responder = responder
+        self.requests: list[dict[str, Any]] = []
+        self._queue: deque[Reply] = deque()
+        self._rules: list[tuple[str, Reply]] = []
+        self._lock = threading.Lock()
+        self._port = port
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting -----------------------------------------------------------------------------------
+    def push(self, *replies: Reply) -> None:
+        """Queue replies for the next requests, in order."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def on(self, contains: str, reply: Reply) -> None:
+        """Answer ``reply`` to every request whose messages contain ``contains``."""
+        with self._lock:
+            self._rules.append((contains, reply))
+
+    def _pick(self, payload: dict[str, Any]) -> Reply:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+            text = json.dumps(payload.get("messages", []), ensure_ascii=False)
+            for needle, reply in self._rules:
+                if needle in text:
+                    return reply
+        if self.responder is not None:
+            answer = self.responder(payload)
+            if answer is not None:
+                return answer
+        return self.default
+
+    # -- ASGI app ------------------------------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if scope["method"] != "POST" or not scope["path"].endswith("/chat/completions"):
+            await _respond(send, 404, {"error": {"message": "not found"}})
+            return
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            await _respond(send, 400, {"error": {"message": "invalid JSON body"}})
+            return
+        self.requests.append(payload)
+        fmt = (payload.get("response_format") or {}).get("type")
+        if self.reject_json_schema and fmt == "json_schema":
+            await _respond(send, 500, {"error": {"code": 500, "message": "Unsupported response_format: json_schema"}})
+            return
+        reply = self._pick(payload)
+        delay = self.latency if reply.delay is None else reply.delay
+        if reply.hang:
+            await asyncio.sleep(3600)
+        if delay:
+            await asyncio.sleep(delay)
+        if reply.body is not None:
+            await _respond_raw(send, reply.status, reply.body.encode(), reply.headers)
+            return
+        if reply.status != 200:
+            await _respond(send, reply.status, {"error": {"message": f"scripted {reply.status}"}}, reply.headers)
+            return
+        prompt_tokens = reply.prompt_tokens
+        if prompt_tokens is None:
+            prompt_tokens = max(1, len(json.dumps(payload.get("messages", []))) // 4)
+        answer = {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": payload.get("model", "scripted"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply.content or ""},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": reply.completion_tokens,
+                "total_tokens": prompt_tokens + reply.completion_tokens,
+            },
+        }
+        await _respond(send, 200, answer, reply.headers)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    def start(self) -> ScriptedLLM:
+        """Start serving in a background thread on 127.0.0.1 (a free port unless one was given)."""
+        import uvicorn
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self._port))
+        self._port = sock.getsockname()[1]
+        config = uvicorn.Config(self, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=1)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self._thread.start()
+        deadline = time.time() + 10
+        while not self._server.started:
+            if time.time() > deadline:
+                raise RuntimeError("scripted LLM server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            self._server.force_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+async def _respond(send: Send, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
+    await _respond_raw(send, status, json.dumps(data, ensure_ascii=False).encode(), headers)
+
+
+async def _respond_raw(send: Send, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+    raw_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw_headers += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def main() -> None:
+    """Serve a fixed reply with fixed latency until killed (for benchmarks in another process)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--content", default="{}", help="assistant message content of every answer")
+    args = parser.parse_args()
+    server = ScriptedLLM(default=Reply(content=args.content), latency=args.latency, port=args.port).start()
+    print(f"PORT {server.port}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""Shared fixtures: isolated BQAS home, a scripted OpenAI-compatible server, a fast embedder."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bqas.testing.scripted_llm import Reply, ScriptedLLM
+
+# Tests never use a real LLM endpoint or a user's settings.
+for _var in ("BQAS_LLM_BASE_URL", "BQAS_JUDGE_MODEL", "BQAS_LLM_API_KEY", "BQAS_DATABASE_URL", "BQAS_POLICY_FILE"):
+    os.environ.pop(_var, None)
+os.environ.setdefault("BQAS_EMBEDDER", "hashing")
+
+
+@pytest.fixture
+def bqas_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh BQAS home (store, cache) for one test."""
+    home = tmp_path / ".bqas"
+    monkeypatch.setenv("BQAS_HOME", str(home))
+    from bqas.settings import get_settings
+
+    get_settings.cache_clear()
+    yield home
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def scripted_llm() -> Iterator[ScriptedLLM]:
+    """A real HTTP server on 127.0.0.1 speaking the OpenAI chat API with scripted replies."""
+    server = ScriptedLLM(default=Reply(content="{}"))
+    with server:
+        yield server

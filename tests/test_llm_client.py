@@ -1,0 +1,143 @@
+"""The LLM seam against a real scripted OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from bqas.llm.client import LLMClient, LLMConfig, LLMError, parse_retry_after
+from bqas.testing.scripted_llm import Reply, ScriptedLLM
+
+MESSAGES = [{"role": "user", "content": "Sag hallo"}]
+SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+
+
+def _client(server: ScriptedLLM, **kw: object) -> LLMClient:
+    options: dict[str, object] = {"backoff_base": 0.05, "timeout": 5.0, **kw}
+    config = LLMConfig(base_url=server.base_url, model="judge-1", **options)  # type: ignore[arg-type]
+    return LLMClient(config)
+
+
+async def test_plain_completion_counts_tokens(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.push(Reply(content='{"a": 1}', prompt_tokens=11, completion_tokens=7))
+    async with _client(scripted_llm) as client:
+        out = await client.complete(MESSAGES, schema=SCHEMA)
+    assert out.text == '{"a": 1}'
+    assert (out.prompt_tokens, out.completion_tokens, out.calls) == (11, 7, 1)
+    assert client.usage.prompt_tokens == 11 and client.usage.calls == 1
+    sent = scripted_llm.requests[0]
+    assert sent["temperature"] == 0.0 and sent["model"] == "judge-1"
+    assert sent["response_format"]["type"] == "json_schema"
+    assert sent["response_format"]["json_schema"]["schema"] == SCHEMA
+
+
+async def test_retry_after_is_honoured_on_429(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.push(Reply(status=429, headers={"Retry-After": "1"}), Reply(content='{"a": 2}'))
+    started = time.perf_counter()
+    async with _client(scripted_llm) as client:
+        out = await client.complete(MESSAGES, schema=SCHEMA)
+    elapsed = time.perf_counter() - started
+    assert out.text == '{"a": 2}' and out.calls == 2
+    assert elapsed >= 0.95, "the client must wait the Retry-After seconds, not its own short backoff"
+    assert client.usage.retries == 1
+
+
+async def test_retry_after_longer_than_allowed_gives_up(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.push(Reply(status=503, headers={"Retry-After": "600"}))
+    async with _client(scripted_llm, max_retry_after=5.0) as client:
+        with pytest.raises(LLMError) as err:
+            await client.complete(MESSAGES, schema=SCHEMA)
+    assert err.value.status == 503 and err.value.retry_after == 600
+
+
+async def test_500_is_retried_with_backoff(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.push(Reply(status=500), Reply(status=502), Reply(content='{"a": 3}'))
+    async with _client(scripted_llm) as client:
+        out = await client.complete(MESSAGES, schema=SCHEMA)
+    assert out.text == '{"a": 3}' and out.calls == 3
+
+
+async def test_persistent_500_fails_after_max_retries(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.default = Reply(status=500)
+    async with _client(scripted_llm, max_retries=2) as client:
+        with pytest.raises(LLMError, match="HTTP 500"):
+            await client.complete(MESSAGES)
+    assert len(scripted_llm.requests) == 3
+
+
+async def test_hanging_request_times_out(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.default = Reply(hang=True)
+    started = time.perf_counter()
+    async with _client(scripted_llm, timeout=0.3, max_retries=1) as client:
+        with pytest.raises(LLMError, match="Timeout"):
+            await client.complete(MESSAGES)
+    assert time.perf_counter() - started < 3
+
+
+async def test_llama_cpp_style_server_falls_back_to_json_object_and_remembers(tmp_path: Path) -> None:
+    with ScriptedLLM(default=Reply(content='{"a": 4}'), reject_json_schema=True) as server:
+        async with _client(server) as client:
+            first = await client.complete(MESSAGES, schema=SCHEMA)
+            second = await client.complete([{"role": "user", "content": "noch mal"}], schema=SCHEMA)
+        kinds = [(r.get("response_format") or {}).get("type") for r in server.requests]
+    assert first.text == '{"a": 4}' and first.mode == "json_object" and first.calls == 2
+    assert second.calls == 1 and client.mode == "json_object"
+    assert kinds == ["json_schema", "json_object", "json_object"]
+    assert server.requests[1]["response_format"]["schema"] == SCHEMA
+
+
+async def test_server_without_response_format_falls_back_to_prompting(scripted_llm: ScriptedLLM) -> None:
+    def responder(payload: dict[str, object]) -> Reply:
+        if "response_format" in payload:
+            return Reply(status=400, body='{"error": {"message": "response_format not supported"}}')
+        return Reply(content='{"a": 5}')
+
+    scripted_llm.responder = responder
+    async with _client(scripted_llm) as client:
+        out = await client.complete(MESSAGES, schema=SCHEMA)
+    assert out.mode == "prompt" and out.text == '{"a": 5}'
+
+
+async def test_cache_serves_repeats_and_never_stores_rejected_replies(scripted_llm: ScriptedLLM, tmp_path: Path) -> None:
+    cache = tmp_path / "cache.sqlite"
+    scripted_llm.push(Reply(content="kaputt"), Reply(content='{"a": 6}'))
+    async with _client(scripted_llm, cache_path=cache) as client:
+        bad = await client.complete(MESSAGES, schema=SCHEMA, accept=lambda t: t.startswith("{"))
+        good = await client.complete(MESSAGES, schema=SCHEMA, accept=lambda t: t.startswith("{"))
+        again = await client.complete(MESSAGES, schema=SCHEMA, accept=lambda t: t.startswith("{"))
+    assert bad.text == "kaputt" and good.text == '{"a": 6}'
+    assert again.cache_hit and again.calls == 0 and again.text == '{"a": 6}'
+    assert len(scripted_llm.requests) == 2
+    # A new client (a new process) reads the same cache file.
+    async with _client(scripted_llm, cache_path=cache) as client2:
+        assert (await client2.complete(MESSAGES, schema=SCHEMA)).cache_hit
+    assert len(scripted_llm.requests) == 2
+
+
+async def test_concurrency_limit_is_respected() -> None:
+    with ScriptedLLM(default=Reply(content="{}"), latency=0.2) as server:
+        async with _client(server, concurrency=2) as client:
+            started = time.perf_counter()
+            await asyncio.gather(*(client.complete([{"role": "user", "content": str(i)}]) for i in range(6)))
+            elapsed = time.perf_counter() - started
+    assert elapsed >= 0.58  # 6 requests, 2 at a time, 0.2 s each -> at least 3 rounds
+
+
+async def test_malformed_completion_body_is_an_error(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.push(Reply(body='{"choices": []}'))
+    async with _client(scripted_llm, max_retries=0) as client:
+        with pytest.raises(LLMError, match="malformed"):
+            await client.complete(MESSAGES)
+
+
+def test_parse_retry_after_forms() -> None:
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after("0.5") == 0.5
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("soon") is None
+    future = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
+    value = parse_retry_after(future)
+    assert value is not None and 25 <= value <= 31
