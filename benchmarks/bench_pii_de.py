@@ -121,7 +121,7 @@ def evaluate(records: list[dict[str, Any]], show_errors: int) -> tuple[Counts, l
             if any(overlaps(g, (f.start, f.end)) for f in kept):
                 c.overlap_gold_found += 1
             elif len(errors) < show_errors:
-                errors.append(f"FN {text[g[0]:g[1]]!r} | {text[:140]}")
+                errors.append(f"FN {text[g[0] : g[1]]!r} | {text[:140]}")
         toks = token_spans(text)
         gold_toks = {t for t in toks if any(overlaps(t, g) for g in gold)}
         ign_toks = {t for t in toks if any(overlaps(t, (s, e)) for (s, e, _) in ignore)}

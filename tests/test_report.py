@@ -152,22 +152,22 @@ def make_records() -> list[dict[str, Any]]:
     recs: list[dict[str, Any]] = []
     n = iter(range(1, 100))
     voice_rows = [
-        ("v-001", "de", "pass", 91.0, 100.0, 4.5, "pass", "reminder_schedule"),
-        ("v-002", "zh", "pass", 88.0, 100.0, 4.2, "pass", "reminder_schedule"),
+        ("v-001", "de", "production_ready", 91.0, 100.0, 4.5, "pass", "reminder_schedule"),
+        ("v-002", "zh", "production_ready", 88.0, 100.0, 4.2, "pass", "reminder_schedule"),
         ("v-003", "de", "needs_review", 78.3, 80.0, 3.9, "pass", "reminder_schedule"),
         ("v-004", "en", "failed", 55.0, 40.0, 2.5, "pass", "grade_entry"),
-        ("v-005", "de", "pass", 86.0, 100.0, 4.0, "pass", "grade_entry"),
+        ("v-005", "de", "production_ready", 86.0, 100.0, 4.0, "pass", "grade_entry"),
         ("v-006", "de", "failed", 84.0, 100.0, 4.1, "fail", "grade_entry"),
         ("v-007", "en", "needs_review", 80.0, 80.0, None, "pass", "grade_entry"),
-        ("v-008", "de", "pass", 95.0, 100.0, 5.0, "pass", "timetable"),
+        ("v-008", "de", "production_ready", 95.0, 100.0, 5.0, "pass", "timetable"),
         ("v-009", "zh", "failed", 61.0, 60.0, 2.0, "pass", "timetable"),
         ("v-010", "de", "failed", 20.0, 0.0, 1.0, "pass", "timetable"),
         ("v-011", "en", "failed", 35.0, 20.0, 1.5, "pass", "timetable"),
-        ("v-012", "de", "pass", 90.0, 100.0, 4.4, "pass", "reminder_schedule"),
-        ("v-013", "de", "pass", 87.0, 80.0, 4.6, "pass", "reminder_schedule"),
+        ("v-012", "de", "production_ready", 90.0, 100.0, 4.4, "pass", "reminder_schedule"),
+        ("v-013", "de", "production_ready", 87.0, 80.0, 4.6, "pass", "reminder_schedule"),
         ("v-014", "en", "needs_review", 76.0, 80.0, 3.5, "pass", "timetable"),
-        ("v-015", "de", "pass", 89.0, 100.0, 4.3, "pass", "timetable"),
-        (QUOTED_ID, "de", "pass", 92.0, 100.0, 4.7, "pass", "timetable"),
+        ("v-015", "de", "production_ready", 89.0, 100.0, 4.3, "pass", "timetable"),
+        (QUOTED_ID, "de", "production_ready", 92.0, 100.0, 4.7, "pass", "timetable"),
     ]
     extras: dict[str, dict[str, Any]] = {
         "v-001": {
@@ -189,8 +189,8 @@ def make_records() -> list[dict[str, Any]]:
     for sid, lang, verdict, comp, ia, rel, safety, intent in voice_rows:
         recs.append(_voice(sid, lang, verdict, comp, ia, rel, safety, intent, line=next(n), **extras.get(sid, {})))
     recs += [
-        _privacy("p-001", "pass", 94.0, "pass", 4.7, [], line=next(n)),
-        _privacy("p-002", "pass", 90.0, "pass", 4.5, [], line=next(n)),
+        _privacy("p-001", "production_ready", 94.0, "pass", 4.7, [], line=next(n)),
+        _privacy("p-002", "production_ready", 90.0, "pass", 4.5, [], line=next(n)),
         _privacy(
             "p-003",
             "failed",
@@ -204,11 +204,11 @@ def make_records() -> list[dict[str, Any]]:
         ),
         _privacy("p-004", "failed", 62.0, "fail", 2.0, ["Klasse 7b"], line=next(n)),
         _privacy("p-005", "needs_review", 82.0, "pass", 3.1, [], line=next(n)),
-        _privacy("p-006", "pass", 96.0, "pass", 4.8, [], line=next(n)),
-        _operator("o-001", "pass", 88.0, 90.0, 4.0, "II", line=next(n)),
+        _privacy("p-006", "production_ready", 96.0, "pass", 4.8, [], line=next(n)),
+        _operator("o-001", "production_ready", 88.0, 90.0, 4.0, "II", line=next(n)),
         _operator("o-002", "failed", 40.0, 30.0, 2.0, "I", line=next(n)),
         _operator("o-003", "needs_review", 79.0, 80.0, 3.2, SCRIPT, line=next(n)),
-        _operator("o-004", "pass", 91.0, 95.0, 4.4, "III", line=next(n)),
+        _operator("o-004", "production_ready", 91.0, 95.0, 4.4, "III", line=next(n)),
         _record(
             "v-016",
             "voice",
@@ -296,7 +296,7 @@ def _stream(records: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 
 def _verdict(r: dict[str, Any]) -> str:
-    return r["status"] if r["status"] in ("unscored", "invalid") else r["verdict"]
+    return str(r["status"] if r["status"] in ("unscored", "invalid") else r["verdict"])
 
 
 @pytest.fixture
@@ -345,7 +345,7 @@ def test_html_escapes_hostile_text(html: str) -> None:
 
 def test_html_verdict_counts(html: str, records: list[dict[str, Any]]) -> None:
     expected = Counter(_verdict(r) for r in records)
-    assert expected == {"pass": 13, "needs_review": 5, "failed": 8, "unscored": 2, "invalid": 2}
+    assert expected == {"production_ready": 13, "needs_review": 5, "failed": 8, "unscored": 2, "invalid": 2}
     for verdict, count in expected.items():
         row = re.search(rf'<tr><td><span class="badge [^"]+">{verdict}</span></td><td class="num">(\d+)</td>', html)
         assert row is not None, verdict
@@ -362,7 +362,7 @@ def test_html_breakdowns(html: str, records: list[dict[str, Any]]) -> None:
         group = [r for r in records if r[field] == key]
         scored = [r for r in group if r["status"] == "scored"]
         mean = statistics.fmean(r["composite_score"] for r in scored)
-        pass_rate = sum(r["verdict"] == "pass" for r in scored) / len(scored)
+        pass_rate = sum(r["verdict"] == "production_ready" for r in scored) / len(scored)
         row = f'<tr><td>{key}</td><td class="num">{len(group)}</td><td class="num">{len(scored)}</td>'
         row += f'<td class="num">{mean:.1f}</td>'
         assert row in html, row
@@ -430,11 +430,11 @@ def test_html_caps_lists(tmp_path: Path, records: list[dict[str, Any]]) -> None:
 def test_html_baseline_diff(tmp_path: Path, records: list[dict[str, Any]]) -> None:
     base = copy.deepcopy(records)
     by_id = {r["sample_id"]: r for r in base}
-    by_id["v-010"]["verdict"] = "pass"  # failed now: changed
+    by_id["v-010"]["verdict"] = "production_ready"  # failed now: changed
     by_id["v-010"]["composite_score"] = 90.0
     by_id["p-004"]["verdict"] = "needs_review"
     base = [r for r in base if r["sample_id"] != "o-004"]  # new in the current run
-    base.append(_voice("v-099", "de", "pass", 90.0, 100.0, 4.0, "pass", "timetable", line=99))  # gone now
+    base.append(_voice("v-099", "de", "production_ready", 90.0, 100.0, 4.0, "pass", "timetable", line=99))  # gone now
     for r in base:
         if r["judge"] == "voice" and r["status"] == "scored":
             r["dimensions"]["intent_accuracy"]["value"] = 90.0
@@ -446,7 +446,7 @@ def test_html_baseline_diff(tmp_path: Path, records: list[dict[str, Any]]) -> No
     assert "29 samples matched by sample and judge · 1 new in this run · 1 only in the baseline" in section
     assert "<strong>2</strong> changed verdict" in section
     assert re.search(
-        r'v-010</td><td>voice</td><td><span class="badge b-ok">pass</span></td>'
+        r'v-010</td><td>voice</td><td><span class="badge b-ok">production_ready</span></td>'
         r'<td><span class="badge b-bad">failed</span></td>',
         section,
     )
@@ -554,3 +554,32 @@ def test_junit_no_records(tmp_path: Path) -> None:
     assert [s.get("name") for s in root.findall("testsuite")] == ["bqas.empty.thresholds"]
     assert root.get("tests") == "0"
     assert not list(out.parent.glob("*.tmp"))
+
+
+def test_writers_tolerate_sparse_records(tmp_path: Path) -> None:
+    # Records as a partial store or an older runner might give them: keys missing, odd types.
+    sparse: list[dict[str, Any]] = [
+        {"sample_id": "a", "judge": "voice", "status": "scored", "verdict": "production_ready", "composite_score": 90},
+        {
+            "sample_id": "b",
+            "judge": "<j&>",
+            "status": "scored",
+            "verdict": "failed",
+            "composite_score": float("nan"),
+            "escalation_reasons": "single reason",
+            "dimensions": {"x": {"value": 3}, "y": "not a mapping"},
+        },
+        {"sample_id": "c", "status": "invalid", "errors": "response missing"},
+        {"status": "unscored"},
+    ]
+    run = {"scenario": "sparse", "threshold_results": [{"name": "t", "passed": None}]}
+    html_out, xml_out = tmp_path / "r.html", tmp_path / "j.xml"
+    write_html_report(html_out, run, iter(sparse))
+    write_junit(xml_out, run, iter(sparse))
+    html = html_out.read_text(encoding="utf-8")
+    assert "4 records" in html and "response missing" in html and "&lt;j&amp;&gt;" in html
+    assert "not evaluated" in html
+    root = ET.parse(xml_out).getroot()
+    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == ("5", "1", "1", "2")
+    names = {s.get("name") for s in root.findall("testsuite")}
+    assert names == {"bqas.sparse.voice", "bqas.sparse.<j&>", "bqas.sparse.unknown", "bqas.sparse.thresholds"}

@@ -112,6 +112,93 @@ def score_cmd(
     run_score(source, judge, backend, language, base_url, model, structured_output, no_cache, policy, concurrency)
 
 
+@app.command("run")
+def run_cmd(
+    scenario: Annotated[Optional[Path], typer.Argument(help="Scenario YAML file (omit with --resume).")] = None,  # noqa: UP045
+    out: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--out", "-o", help="Folder for results.jsonl, junit.xml, report.html (default runs/<run id>/)."),
+    ] = None,
+    resume: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--resume", help="Continue a run that was stopped or killed; finished samples are kept."),
+    ] = None,
+    backend: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--backend", help="Override the scenario's backend: offline, llm or auto."),
+    ] = None,
+    language: LanguageOpt = None,
+    concurrency: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--concurrency", "-c", help="Samples judged at once (default: the scenario's)."),
+    ] = None,
+    base_url: BaseUrlOpt = None,
+    model: ModelOpt = None,
+    structured_output: StructuredOpt = None,
+    no_cache: NoCacheOpt = False,
+    baseline: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--baseline", help="Run id to compare against in the HTML report."),
+    ] = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")] = True,
+) -> None:
+    """Run a scenario: grade every sample, store results, print a summary, write reports.
+
+    Example: bqas run scenarios/voice_de.yaml --out runs/today
+
+    Exit 0 when all thresholds are met, 1 when one is missed, 2 on a usage or configuration error.
+    A run that dies can be continued: bqas run --resume RUN_ID
+    """
+    from bqas.cli.run import run_scenario
+
+    run_scenario(scenario, out, resume, backend, language, concurrency, base_url, model, structured_output,
+                 no_cache, baseline, progress)
+
+
+@app.command("runs")
+def runs_cmd(
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many runs to list.")] = 30,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List stored runs, newest first."""
+    from bqas.cli.run import list_runs
+
+    list_runs(limit, as_json)
+
+
+@app.command("show")
+def show_cmd(
+    run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Print the summary of one stored run."""
+    from bqas.cli.run import show_run
+
+    show_run(run_id, as_json)
+
+
+@app.command("compare")
+def compare_cmd(
+    run_a: Annotated[str, typer.Argument(help="Baseline run id.")],
+    run_b: Annotated[str, typer.Argument(help="Candidate run id.")],
+    max_drop: Annotated[
+        float, typer.Option("--max-drop", help="Fail (exit 1) when the mean composite drops by more than this.")
+    ] = 2.0,
+    max_worse: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--max-worse", help="Fail when more samples than this get a worse verdict."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Compare two runs: per-dimension mean differences with bootstrap CIs and changed verdicts.
+
+    Example: bqas compare r-20261128-0900-ab12 r-20261129-0900-cd34 --max-drop 1.5
+    """
+    from bqas.cli.run import compare
+
+    compare(run_a, run_b, max_drop, max_worse, as_json)
+
+
 def main() -> None:
     app()
 

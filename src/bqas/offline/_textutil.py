@@ -504,7 +504,8 @@ def split_sentences(text: str) -> list[str]:
         rest = (buf + line[start:]).strip()
         if rest:
             sentences.append(rest)
-    return [s for s in sentences if re.search(r"\w", s)]
+    cleaned = (_BULLET_RE.sub("", s).strip() for s in sentences)
+    return [s for s in cleaned if re.search(r"\w", s)]
 
 
 _ORDINAL_NEXT_RE = re.compile(

@@ -118,9 +118,7 @@ def _base_language(language: str) -> str:
 
 def _resolve_overlaps(findings: list[PiiFinding]) -> list[PiiFinding]:
     """Keep a non-overlapping subset: by kind priority, then longer spans, then higher confidence."""
-    ranked = sorted(
-        findings, key=lambda f: (_PRIORITY.get(f.kind, 99), -(f.end - f.start), -f.confidence, f.start)
-    )
+    ranked = sorted(findings, key=lambda f: (_PRIORITY.get(f.kind, 99), -(f.end - f.start), -f.confidence, f.start))
     kept: list[PiiFinding] = []
     for cand in ranked:
         if all(cand.end <= k.start or cand.start >= k.end for k in kept):
@@ -163,9 +161,7 @@ def _find_emails(text: str, lang: str) -> list[PiiFinding]:
         return []
     plain, obfuscated = _email_patterns()
     out = [_make("email", text, m.start(), m.end(), "regex:email", 0.99) for m in plain.finditer(text)]
-    out += [
-        _make("email", text, m.start(), m.end(), "regex:email_obfuscated", 0.9) for m in obfuscated.finditer(text)
-    ]
+    out += [_make("email", text, m.start(), m.end(), "regex:email_obfuscated", 0.9) for m in obfuscated.finditer(text)]
     return out
 
 
@@ -255,9 +251,7 @@ def _find_phones(text: str, lang: str) -> list[PiiFinding]:
     return out
 
 
-def _validate_phone(
-    phonenumbers: object, text: str, start: int, raw: str, regions: Sequence[str]
-) -> PiiFinding | None:
+def _validate_phone(phonenumbers: object, text: str, start: int, raw: str, regions: Sequence[str]) -> PiiFinding | None:
     """Validate ``raw`` (shortened group by group from the right, at least 6 digits) in ``regions``."""
     pn = phonenumbers  # typed as object: the library ships no type hints
     groups = list(re.finditer(r"\(?\d+\)?", raw))
@@ -298,6 +292,7 @@ def _address_patterns() -> tuple[re.Pattern[str], ...]:
     de_street = re.compile(
         # "Hauptstraße 12", "Karl-Marx-Allee 3a", "Berliner Straße 5", "Am Markt 3" (+ ", 80331 München")
         rf"(?<![\w-])(?:(?:[A-ZÄÖÜ][\wäöüß]*-)*[A-ZÄÖÜ][a-zäöüß]*(?:{_STREET_SUFFIXES})"
+        rf"|(?:[A-ZÄÖÜ][\wäöüß]*-)+(?:{_STREET_WORDS})"
         rf"|(?:{_CAP}(?:er|sche|sches)|Alte|Alter|Neue|Neuer|Große|Kleine|Lange|Hohe|Obere|Untere)\s(?:{_STREET_WORDS})"
         rf"|(?:Am|An der|An den|Auf der|Auf dem|Im|In der|Unter den|Zum|Zur|Hinter der|Vor dem)\s{_CAP})"
         rf"\s{_HOUSE_NO}{_NOT_HOUSE}(?![\d,.]\d){postcode_town}"
@@ -367,6 +362,16 @@ def _lexicon() -> _Lexicon:
     )
 
 
+def _wordset(words: str) -> frozenset[str]:
+    """A set from a space-separated word list (keeps long word lists compact in the source)."""
+    return frozenset(words.split())
+
+
+def _wordtuple(words: str) -> tuple[str, ...]:
+    """A tuple from a space-separated word list, in the given order."""
+    return tuple(words.split())
+
+
 # Titles that make the next capitalised word(s) a name. Abbreviations may carry a full stop.
 _TITLE_CUES = frozenset(
     {"Herr", "Herrn", "Frau", "Hr", "Fr", "Fräulein", "Mr", "Mrs", "Ms", "Mx", "Miss", "Mister", "Madame", "Monsieur"}
@@ -375,46 +380,45 @@ _TITLE_CUES = frozenset(
 _ACADEMIC = frozenset({"Dr", "Prof", "Professor", "Professorin", "Dipl", "Ing", "med", "phil", "rer", "nat", "Mag"})
 # Roles that, directly before a capitalised word, mark it as a name ("Schülerin Lea", "Außenminister
 # Steinmeier"); matched as the whole word or as the end of a compound ("Klassenlehrerin", "SPD-Chef").
-_ROLE_WORDS = (
-    "schüler", "schülerin", "lehrer", "lehrerin", "kollege", "kollegin", "referendar", "referendarin",
-    "rektor", "rektorin", "leiter", "leiterin", "direktor", "direktorin", "minister", "ministerin",
-    "präsident", "präsidentin", "kanzler", "kanzlerin", "chef", "chefin", "sprecher", "sprecherin",
-    "trainer", "trainerin", "bürgermeister", "bürgermeisterin", "vorsitzende", "vorsitzender",
-    "sänger", "sängerin", "autor", "autorin", "schauspieler", "schauspielerin", "regisseur", "regisseurin",
-    "komponist", "komponistin", "maler", "malerin", "dichter", "dichterin", "schriftsteller",
-    "schriftstellerin", "pfarrer", "pfarrerin", "bischof", "papst", "könig", "königin", "kaiser",
-    "kaiserin", "prinz", "prinzessin", "herzog", "herzogin", "graf", "gräfin", "general", "stürmer",
-    "torhüter", "torwart", "kapitän", "kommissar", "kommissarin", "anwalt", "anwältin", "richter",
-    "richterin", "abgeordnete", "abgeordneter", "senator", "senatorin", "gouverneur", "sohn", "tochter",
-    "bruder", "schwester", "nachbar", "nachbarin", "student", "studentin", "mitarbeiter", "mitarbeiterin",
-    "sekretär", "sekretärin", "erzieher", "erzieherin", "kandidat", "kandidatin", "staatssekretär",
-    "philosoph", "physiker", "historiker", "professor", "professorin", "teacher", "pupil",
+_ROLE_WORDS = _wordtuple(
+    "schüler schülerin lehrer lehrerin kollege kollegin referendar referendarin rektor rektorin "
+    "leiter leiterin direktor direktorin minister ministerin präsident präsidentin kanzler "
+    "kanzlerin chef chefin sprecher sprecherin trainer trainerin bürgermeister bürgermeisterin "
+    "vorsitzende vorsitzender sänger sängerin autor autorin schauspieler schauspielerin regisseur "
+    "regisseurin komponist komponistin maler malerin dichter dichterin schriftsteller "
+    "schriftstellerin pfarrer pfarrerin bischof papst könig königin kaiser kaiserin prinz "
+    "prinzessin herzog herzogin graf gräfin stürmer torhüter torwart kapitän kommissar "
+    "kommissarin anwalt anwältin richter richterin abgeordnete abgeordneter senator senatorin "
+    "gouverneur sohn tochter bruder schwester nachbar nachbarin student studentin mitarbeiter "
+    "mitarbeiterin sekretär sekretärin erzieher erzieherin kandidat kandidatin staatssekretär "
+    "philosoph physiker historiker professor professorin teacher pupil"
 )
 # Name particles allowed inside a name ("Ursula von der Leyen", "Vincent van Gogh").
-_PARTICLES = frozenset(
-    {"von", "van", "der", "den", "de", "da", "di", "del", "della", "zu", "vom", "ten", "ter", "le", "la", "bin", "al", "el"}
-)
+_PARTICLES = _wordset("von van der den de da di del della zu vom ten ter le la bin al el")
 # Specimen names: a span containing one of these is a placeholder, not PII.
 _PLACEHOLDERS = frozenset({"Mustermann", "Musterfrau", "Musterschüler", "Musterschülerin", "Doe", "Mustermensch"})
 # Words before a name that make it part of a place or a firm: "San Remo", "Puerto Rico", "St. Johann".
-_PLACE_PREFIXES = frozenset(
-    {"San", "Santa", "Santo", "São", "St", "Sankt", "Saint", "Puerto", "Porto", "Cerro", "Via", "Rio", "Río",
-     "Fort", "Port", "Mount", "Mt", "Lake", "Villa", "Bad", "Banco", "Credito", "Club", "Cape", "Kap", "Isla"}
+_PLACE_PREFIXES = _wordset(
+    "San Santa Santo São St Sankt Saint Puerto Porto Cerro Via Rio Río Fort Port Mount Mt Lake "
+    "Villa Bad Banco Credito Club Cape Kap Isla"
 )
 # Words after a name that make the whole a place or an organisation: "Lindsey School", "Hilton Hotel".
-_PLACE_HEADS = frozenset(
-    {"School", "College", "University", "Universität", "Institute", "Institut", "Stiftung", "Foundation",
-     "Street", "Road", "Avenue", "Hall", "Center", "Centre", "Park", "Bridge", "Airport", "Stadium", "Stadion",
-     "Arena", "Hotel", "Gymnasium", "Schule", "Kirche", "Verlag", "GmbH", "AG", "Inc", "Ltd", "Award", "Prize",
-     "Preis", "Cup", "Pokal", "Trophy", "Memorial", "Island", "Islands", "River", "County", "City", "Square",
-     "Brücke", "Platz", "Straße", "Allee", "Weg", "Gasse", "Ring", "Bahnhof", "Station", "Line", "Records",
-     "Award", "Orchestra", "Band", "Quartett", "Trio"}
+_PLACE_HEADS = _wordset(
+    "School College University Universität Institute Institut Stiftung Foundation Street Road "
+    "Avenue Hall Center Centre Park Bridge Airport Stadium Stadion Arena Hotel Gymnasium Schule "
+    "Kirche Verlag GmbH AG Inc Ltd Award Prize Preis Cup Pokal Trophy Memorial Island Islands "
+    "River County City Square Brücke Platz Straße Allee Weg Gasse Ring Bahnhof Station Line "
+    "Records Orchestra Band Quartett Trio Theatre Theater Surveys Company Group"
 )
 # Indefinite articles (and "des", English articles): "einer Tom", "the Earl" are nouns, not names. The
 # definite "der/die" is left out on purpose: "der Paul war heute unruhig" is common spoken German.
 _NOUN_MARKERS = frozenset(
     {"ein", "eine", "einer", "einem", "einen", "eines", "kein", "keine", "keinen", "des", "the", "a", "an"}
 )
+
+
+# Prepositions of place: a listed surname after them is mostly a town ("nach Madrid", "in Hudson").
+_PLACE_PREPOSITIONS = frozenset({"in", "im", "nach", "aus", "zwischen", "Richtung", "bis", "of", "from", "to", "at"})
 
 
 @cache
@@ -619,9 +623,7 @@ def _context_spans(text: str, toks: list[_Tok], lex: _Lexicon) -> Iterator[tuple
         yield i, _extend_name(text, toks, i, lex, 3), "name:context_cue", 0.8 if known else 0.6
 
 
-def _list_spans(
-    text: str, toks: list[_Tok], lex: _Lexicon, used: list[bool]
-) -> Iterator[tuple[int, int, str, float]]:
+def _list_spans(text: str, toks: list[_Tok], lex: _Lexicon, used: list[bool]) -> Iterator[tuple[int, int, str, float]]:
     """First names from the list, with the surname(s) after them."""
     for i, tok in enumerate(toks):
         if used[i] or not _is_cap(tok.text) or tok.text in lex.not_names or not _known_first(tok.text, lex):
@@ -629,15 +631,55 @@ def _list_spans(
         if _after_noun_marker(text, toks, i):
             continue
         j = _extend_name(text, toks, i, lex)
-        if tok.text in lex.ambiguous_first:
-            # "Rose", "Mark", "Will": only with a listed surname ("Rose Blüten" is not taken, "Mark Twain"
-            # is missed).
-            if not any(toks[k].text in lex.last for k in range(i + 1, j)):
-                continue
+        # "Rose", "Mark", "Will": only with a listed surname ("Rose Blüten" is not taken, "Mark Twain" is
+        # missed).
+        if tok.text in lex.ambiguous_first and not any(toks[k].text in lex.last for k in range(i + 1, j)):
+            continue
         if j > i + 1:
             yield i, j, "name:first_name+surname", 0.85
         else:
             yield i, j, "name:first_name", 0.7
+    yield from _initial_spans(text, toks, lex, used)
+    yield from _surname_spans(text, toks, lex, used)
+
+
+def _initial_spans(
+    text: str, toks: list[_Tok], lex: _Lexicon, used: list[bool]
+) -> Iterator[tuple[int, int, str, float]]:
+    """An initial and a surname: "A. Wiegemann", "H.-J. Meier". A lone initial ("Schülerin K.") is a
+    pseudonym and is not reported."""
+    for i, tok in enumerate(toks[:-1]):
+        if used[i] or len(tok.text) != 1 or not tok.text.isupper() or text[tok.end : tok.end + 2] != ". ":
+            continue
+        if i > 0 and _adjacent(text, toks[i - 1], tok) and _is_cap(toks[i - 1].text):
+            continue  # "Friedrich A. Meier" is taken by the first-name rule; "Abs. A. Satz" is no name
+        nxt = toks[i + 1]
+        if nxt.start == tok.end + 2 and not used[i + 1] and _nameish(nxt.text, lex) and nxt.text not in lex.first:
+            yield i, _extend_name(text, toks, i + 1, lex, 3), "name:initial+surname", 0.7
+
+
+def _surname_spans(
+    text: str, toks: list[_Tok], lex: _Lexicon, used: list[bool]
+) -> Iterator[tuple[int, int, str, float]]:
+    """A listed surname on its own ("Kolb war ...", "Merkels"): only surnames that are no common word."""
+    for i, tok in enumerate(toks):
+        if used[i] or not _is_cap(tok.text) or tok.text in lex.not_names or _after_noun_marker(text, toks, i):
+            continue
+        word = tok.text
+        stem = word[:-1] if word.endswith("s") and word not in lex.last else word  # genitive "Luthers"
+        if stem not in lex.last or stem in lex.ambiguous_last or stem in lex.first or len(stem) < 4:
+            continue
+        # Inside a longer proper name ("Dow Jones", "New York", "Jones House") a listed surname is mostly
+        # part of a firm or a place: a person there would have been found with the first name.
+        if i > 0 and _adjacent(text, toks[i - 1], tok) and _is_cap(toks[i - 1].text):
+            continue
+        if i + 1 < len(toks) and _adjacent(text, tok, toks[i + 1]) and _is_cap(toks[i + 1].text):
+            continue
+        if i > 0 and (toks[i - 1].text in _PLACE_PREPOSITIONS or toks[i - 1].text in _PARTICLES):
+            continue  # "nach Madrid", "in Hudson", "an der Havel", "el Valle"
+        if i > 0 and toks[i - 1].text.lower() in {"die", "das", "den", "dem"}:
+            continue  # "auf den Pont": an article before a lone surname makes it a noun
+        yield i, i + 1, "name:surname", 0.6
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -645,14 +687,19 @@ def _list_spans(
 # ---------------------------------------------------------------------------------------------------
 
 # Cues after a name: 张伟同学, 李老师, 王女士, 刘芳家长.
-_ZH_CUES_AFTER = ("同学", "老师", "先生", "女士", "小姐", "家长", "校长", "主任", "教授", "医生", "妈妈", "爸爸", "同志", "君")
+_ZH_CUES_AFTER = _wordtuple("同学 老师 先生 女士 小姐 家长 校长 主任 教授 医生 妈妈 爸爸 同志 君")
 # Cues before a name: 学生张伟, 家长：王芳, 叫李娜.
 _ZH_CUES_BEFORE = ("学生", "同学", "家长", "老师", "班主任", "校长", "姓名", "名字", "叫", "名叫", "联系人", "孩子")
 # Characters that end a word before a name: a name never starts right after half a word.
 _ZH_BOUNDARY_CHARS = set("的和是给跟与及请让叫向对把被由在们位名个说问找为、，。：:；！？!?（）() \n\t\"'“”‘’《》")
-_ZH_BOUNDARY_WORDS = ("主任", "校长", "同学", "学生", "家长", "老师", "班长", "教练", "妈妈", "爸爸", "孩子", "儿子", "女儿", "姓名", "名字")
+_ZH_BOUNDARY_WORDS = _wordtuple("主任 校长 同学 学生 家长 老师 班长 教练 妈妈 爸爸 孩子 儿子 女儿 姓名 名字")
 # Characters that are no part of a given name: numerals and grade words ("高一同学" is a class, not 高一).
 _ZH_NOT_GIVEN = set("一二三四五六七八九十零百千年级班届们的了是在和也都就很要会有没不去来上下把被给对说今昨这那每各全")
+# Words before a cue that start with a surname character but are subjects or roles (历史 -> 史, 任课 -> 任).
+_ZH_NOT_NAME_WORDS = _wordtuple(
+    "主任 班主任 任课 代课 历史 数学 语文 英语 体育 美术 音乐 地理 物理 化学 生物 政治 科学 信息 实习 辅导 "
+    "指导 学科 班级 全体 各位 所有"
+)
 # Specimen names (张三, 李四, 王五 are the Chinese "John Doe"; 小明 the textbook pupil).
 _ZH_PLACEHOLDERS = frozenset({"张三", "李四", "王五", "赵六", "小明", "小红", "某某"})
 
@@ -683,6 +730,8 @@ def _zh_given_ok(given: str) -> bool:
 def _zh_name_before(text: str, cue_start: int, surnames: Sequence[str]) -> tuple[int, int] | None:
     """The name ending at ``cue_start``: surname + 0-2 given-name characters, preferring a candidate that
     starts at a word boundary (so 班主任王老师 gives 王, not 任王)."""
+    if any(text.endswith(w, 0, cue_start) for w in _ZH_NOT_NAME_WORDS):
+        return None  # 历史老师, 班主任老师, 任课老师: a subject or role, not 史/任
     options: list[tuple[int, int]] = []
     for length in (4, 3, 2, 1):
         start = cue_start - length
@@ -710,8 +759,8 @@ def _zh_name_after(text: str, pos: int, surnames: Sequence[str]) -> tuple[int, i
         if any(text.startswith(w, end) for w in (*_ZH_CUES_AFTER, *_ZH_BOUNDARY_WORDS)):
             break
         end += 1
-    # The second given character is dropped when a cue or a verb-like word starts there ("张伟说", handled
-    # by _ZH_NOT_GIVEN) - two given characters are the common case, so they are kept otherwise.
+    # Two given characters are the common case; the loop stops early at a function or verb character
+    # (_ZH_NOT_GIVEN: 张伟说 -> 张伟) or at a cue (李娜老师 -> 李娜). Without a dictionary, 张伟明天 gives 张伟明.
     return (pos, end) if end > pos + s_len else None
 
 

@@ -27,21 +27,20 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from bqas.report.junit import clean_text
+from bqas.report.junit import as_list, clean_text
 
 __all__ = ["write_html_report"]
 
 _TEMPLATE = "report.html.j2"
 
 # Display order of verdicts; unknown verdicts follow in order of appearance.
-_VERDICT_ORDER = ("pass", "passed", "needs_review", "failed", "fail", "unscored", "invalid")
-_PASS_VERDICTS = frozenset({"pass", "passed"})
+# The verdicts of the policy (seed 002); a pass is ``production_ready``.
+_VERDICT_ORDER = ("production_ready", "needs_review", "failed", "unscored", "invalid")
+_PASS_VERDICTS = frozenset({"production_ready"})
 _VERDICT_CSS = {
-    "pass": "ok",
-    "passed": "ok",
+    "production_ready": "ok",
     "needs_review": "warn",
     "failed": "bad",
-    "fail": "bad",
     "unscored": "muted",
     "invalid": "err",
 }
@@ -142,7 +141,7 @@ _SCALE_100 = _Scale(0.0, 100.0, 10, "0–100")
 
 def _histogram_chart(counts: list[int], scale: _Scale, title: str) -> Svg:
     """Vertical bars over a fixed scale, edges labelled below, the tallest count on the y axis."""
-    left, right, top, plot_h = 34, 8, 10, 100
+    left, right, top, plot_h = 34, 16, 10, 100  # right margin: room for the last edge label
     plot_w = 270
     svg = Svg(width=left + plot_w + right, height=top + plot_h + 26, title=title)
     peak = max(counts, default=0) or 1
@@ -537,7 +536,7 @@ def _case_view(record: Mapping[str, Any], *, full: bool) -> CaseView:
     verdict = _verdict_of(record)
     status = str(record.get("status") or "?")
     if status == "invalid":
-        reason = "; ".join(_fmt_issue(e) for e in record.get("errors") or []) or "(no error given)"
+        reason = "; ".join(_fmt_issue(e) for e in as_list(record.get("errors"))) or "(no error given)"
     elif status == "unscored":
         reason = str(record.get("unscored_reason") or "(no reason given)")
     else:
@@ -583,14 +582,14 @@ def _case_view(record: Mapping[str, Any], *, full: bool) -> CaseView:
         coverage=_as_float(coverage),
         partial=bool(record.get("partial")),
         escalation=str(record.get("escalation") or ""),
-        escalation_reasons=[_clip(str(r), 500) for r in record.get("escalation_reasons") or []],
+        escalation_reasons=[_clip(str(r), 500) for r in as_list(record.get("escalation_reasons"))],
         reasoning=_clip(record.get("reasoning") or "") if full else "",
         reason=_clip(reason, 1000),
         failed_gates=_failed_gates(record),
         inputs=inputs,
         dims=dims,
-        errors=[_fmt_issue(e) for e in record.get("errors") or []],
-        warnings=[_fmt_issue(w) for w in record.get("warnings") or []],
+        errors=[_fmt_issue(e) for e in as_list(record.get("errors"))],
+        warnings=[_fmt_issue(w) for w in as_list(record.get("warnings"))],
         truncated=[str(k) for k in truncated] if isinstance(truncated, Mapping) else [],
         prompt_id=str(record.get("prompt_id") or ""),
         backend_info=f"{record.get('llm_calls') or 0} LLM calls" + (", cache hit" if record.get("cache_hit") else ""),
@@ -813,13 +812,28 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=_num, val=_val, pct=_pct, signed=_signed, verdict_css=_verdict_css)
+    env.filters.update(num=_num, val=_val, pct=_pct, signed=_signed, when=_when, verdict_css=_verdict_css)
     return env
 
 
 def _load_template() -> jinja2.Template:
     source = resources.files("bqas.report").joinpath("templates", _TEMPLATE).read_text(encoding="utf-8")
     return _environment().from_string(source)
+
+
+def _when(value: Any) -> str:
+    """An ISO timestamp shown as ``2026-11-29 10:00:05 UTC`` (narrower than the ISO form)."""
+    if value is None:
+        return "—"
+    try:
+        when = datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    text = when.strftime("%Y-%m-%d %H:%M:%S")
+    offset = when.utcoffset()
+    if offset is None:
+        return text
+    return f"{text} UTC" if not offset else f"{text} {when.strftime('%z')}"
 
 
 def _duration(run: Mapping[str, Any]) -> str:
@@ -930,7 +944,7 @@ def write_html_report(
                 "dims": [d.view(name) for d in acc.dims.values()],
             }
         )
-    threshold_results = [t for t in run.get("threshold_results") or [] if isinstance(t, Mapping)]
+    threshold_results = [t for t in as_list(run.get("threshold_results")) if isinstance(t, Mapping)]
     totals = run.get("totals") if isinstance(run.get("totals"), Mapping) else {}
     counted = {
         "samples": stats.total,
@@ -947,7 +961,7 @@ def write_html_report(
     context: dict[str, Any] = {
         "run": run,
         "duration": _duration(run),
-        "judges_meta": ", ".join(str(j) for j in run.get("judges") or []),
+        "judges_meta": ", ".join(str(j) for j in as_list(run.get("judges"))),
         "thresholds": threshold_results,
         "thresholds_ok": all(t.get("passed") is True for t in threshold_results),
         "totals": totals or {},

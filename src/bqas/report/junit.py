@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 from xml.sax.saxutils import escape
 
-__all__ = ["clean_text", "write_junit"]
+__all__ = ["as_list", "clean_text", "write_junit"]
 
 # Characters XML 1.0 does not allow at all (C0 controls other than tab/newline/CR, lone surrogates,
 # U+FFFE/U+FFFF). Even as character references they make the document ill-formed, so they are
@@ -34,14 +34,23 @@ _ATTR_ENTITIES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
 # CI tools show `message` in one line; the full text goes into the element body.
 _MAX_MESSAGE_CHARS = 500
 
-_PASS_VERDICTS = frozenset({"pass", "passed"})
-_FAIL_VERDICTS = frozenset({"failed", "fail"})
+_PASS_VERDICTS = frozenset({"production_ready"})
+_FAIL_VERDICTS = frozenset({"failed"})
 
 
 def clean_text(value: object) -> str:
     """``str(value)`` with the characters XML/HTML cannot carry replaced by a visible ``\\xNN`` escape."""
     text = value if isinstance(value, str) else str(value)
     return _INVALID_XML_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def as_list(value: Any) -> list[Any]:
+    """A record's list field (errors, warnings, reasons); a lone string or value becomes one entry."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, list | tuple):
+        return list(value)
+    return [value]
 
 
 def _text(value: object) -> str:
@@ -154,8 +163,8 @@ def _testcase(record: Mapping[str, Any], suite: _Suite) -> str:
 
     if status == "invalid":
         suite.errors += 1
-        issues = [_fmt_issue(e) for e in record.get("errors") or []] or ["(no error given)"]
-        body = "\n".join(issues + [f"warning: {_fmt_issue(w)}" for w in record.get("warnings") or []])
+        issues = [_fmt_issue(e) for e in as_list(record.get("errors"))] or ["(no error given)"]
+        body = "\n".join(issues + [f"warning: {_fmt_issue(w)}" for w in as_list(record.get("warnings"))])
         message = _one_line("invalid sample: " + "; ".join(issues))
         return (
             f'{head}>\n      <error type="invalid" message="{_attr(message)}">{_text(body)}</error>\n    </testcase>\n'
@@ -182,7 +191,7 @@ def _testcase(record: Mapping[str, Any], suite: _Suite) -> str:
     note = f"verdict {verdict} (composite {composite})"
     if record.get("escalation"):
         note += f"; escalation {record['escalation']}"
-        reasons = record.get("escalation_reasons") or []
+        reasons = as_list(record.get("escalation_reasons"))
         if reasons:
             note += ": " + "; ".join(map(str, reasons))
     return f"{head}>\n      <system-out>{_text(note + chr(10) + detail)}</system-out>\n    </testcase>\n"
@@ -228,7 +237,7 @@ def write_junit(path: Path, run: Mapping[str, Any], records: Iterable[Mapping[st
                 suite = suites[judge] = _Suite(f"bqas.{scenario}.{judge}")
             suite.body.write(_testcase(record, suite))
 
-        for result in run.get("threshold_results") or []:
+        for result in as_list(run.get("threshold_results")):
             if isinstance(result, Mapping):
                 thresholds.body.write(_threshold_case(result, thresholds))
 

@@ -1,0 +1,102 @@
+"""Compare two runs: per-dimension mean differences with bootstrap confidence intervals (paired by
+sample and judge), and the samples whose verdict changed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bqas.judging.policy import VERDICT_ORDER
+
+
+@dataclass
+class DimensionDiff:
+    name: str
+    n: int
+    mean_a: float
+    mean_b: float
+    diff: float
+    ci_low: float | None
+    ci_high: float | None
+
+
+@dataclass
+class Comparison:
+    matched: int
+    only_a: int
+    only_b: int
+    dimensions: list[DimensionDiff] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def worse(self) -> list[dict[str, Any]]:
+        return [c for c in self.changes if c["direction"] == "worse"]
+
+
+def _numeric(record: Mapping[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if isinstance(record.get("composite_score"), int | float):
+        out["composite_score"] = float(record["composite_score"])
+    judge = record.get("judge")
+    for name, prov in (record.get("dimensions") or {}).items():
+        value = prov.get("value")
+        if prov.get("measured", True) and isinstance(value, int | float) and not isinstance(value, bool):
+            out[f"{judge}.{name}"] = float(value)
+    return out
+
+
+def _key(record: Mapping[str, Any]) -> str:
+    return f"{record.get('sample_id') or record.get('response_id')}::{record.get('judge')}"
+
+
+def bootstrap_ci(diffs: list[float], *, confidence: float = 0.95, seed: int = 0) -> tuple[float | None, float | None]:
+    """Percentile bootstrap CI of the mean paired difference (scipy); None when it is undefined."""
+    if len(diffs) < 2:
+        return None, None
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    data = np.asarray(diffs, dtype=float)
+    if np.all(data == data[0]):
+        return float(data[0]), float(data[0])
+    res = bootstrap((data,), np.mean, confidence_level=confidence, n_resamples=2000, method="percentile",
+                    random_state=np.random.default_rng(seed))
+    return round(float(res.confidence_interval.low), 4), round(float(res.confidence_interval.high), 4)
+
+
+def compare_runs(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]) -> Comparison:
+    """Pair the records of run A and run B by (sample id, judge) and compare them."""
+    base: dict[str, tuple[str | None, dict[str, float]]] = {}
+    for record in a:
+        base[_key(record)] = (record.get("verdict"), _numeric(record))
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    changes: list[dict[str, Any]] = []
+    matched = only_b = 0
+    seen: set[str] = set()
+    for record in b:
+        key = _key(record)
+        if key not in base:
+            only_b += 1
+            continue
+        matched += 1
+        seen.add(key)
+        verdict_a, nums_a = base[key]
+        nums_b = _numeric(record)
+        for name in nums_a.keys() & nums_b.keys():
+            pairs.setdefault(name, []).append((nums_a[name], nums_b[name]))
+        verdict_b = record.get("verdict")
+        if verdict_a != verdict_b:
+            rank_a = VERDICT_ORDER.get(str(verdict_a), 4)
+            rank_b = VERDICT_ORDER.get(str(verdict_b), 4)
+            changes.append({"key": key, "from": verdict_a, "to": verdict_b,
+                            "direction": "worse" if rank_b > rank_a else "better"})
+    dims = []
+    for name in sorted(pairs, key=lambda n: (n != "composite_score", n)):
+        values = pairs[name]
+        diffs = [y - x for x, y in values]
+        low, high = bootstrap_ci(diffs)
+        n = len(values)
+        dims.append(DimensionDiff(name, n, round(sum(x for x, _ in values) / n, 4),
+                                  round(sum(y for _, y in values) / n, 4), round(sum(diffs) / n, 4), low, high))
+    return Comparison(matched, len(base) - len(seen), only_b, dims, changes)

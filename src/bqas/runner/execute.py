@@ -1,0 +1,184 @@
+"""Grade every sample of a scenario with bounded concurrency, writing each result to the store as soon as
+it is done. Memory stays flat: samples are streamed in, results streamed out.
+
+A run is resumable: each (sample, judge) has a key that is unique per run, finished keys are skipped on
+``--resume``, and the store ignores a second insert of the same key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from bqas.judging.engine import InvalidSample, JudgeEngine
+from bqas.runner.dataset import DatasetItem, iter_dataset
+from bqas.runner.scenario import Scenario
+from bqas.store.db import Store
+
+ProgressHook = Callable[[int], None]
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id such as ``r-20261129-231755-3fa2``."""
+    return f"r-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    key: str
+    seq: int
+    judge: str | None
+    item: DatasetItem
+    error: str | None = None
+
+
+def _judges_for(item: DatasetItem, scenario: Scenario) -> tuple[list[str], str | None]:
+    wanted = item.data.get("judge")
+    if wanted is None:
+        return list(scenario.judges), None
+    names = [wanted] if isinstance(wanted, str) else wanted
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return [], "field judge: expected a judge name or a list of names"
+    unknown = [n for n in names if n not in scenario.judges]
+    if unknown:
+        return [], f"field judge: {unknown} not among the scenario's judges {scenario.judges}"
+    return names, None
+
+
+def work_items(scenario: Scenario) -> Iterator[WorkItem]:
+    """(sample, judge) pairs in dataset order with stable keys and sequence numbers."""
+    seen: set[str] = set()
+    seq = 0
+    for item in iter_dataset(scenario):
+        if item.error:
+            yield WorkItem(f"{item.sample_id}::", seq, None, item, item.error)
+            seq += 1
+            continue
+        judges, error = _judges_for(item, scenario)
+        if error:
+            yield WorkItem(f"{item.sample_id}::", seq, None, item, f"line {item.line}: {error}")
+            seq += 1
+            continue
+        for judge in judges:
+            key = f"{item.sample_id}::{judge}"
+            if key in seen:
+                dup = f"{key}@{item.line}"
+                yield WorkItem(dup, seq, judge, item, f"line {item.line}: duplicate sample id {item.sample_id!r}")
+            else:
+                seen.add(key)
+                yield WorkItem(key, seq, judge, item)
+            seq += 1
+
+
+def _sample_meta(item: DatasetItem) -> dict[str, Any]:
+    data = item.data
+    tags = data.get("tags")
+    return {
+        "sample_id": item.sample_id,
+        "line": item.line,
+        "tags": tags if isinstance(tags, list) else [],
+        "intent": data.get("expected_intent") or data.get("intent"),
+        "expected": data.get("expected") if isinstance(data.get("expected"), dict) else None,
+    }
+
+
+def invalid_record(run_id: str, work: WorkItem, message: str, language: str | None, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The record of a sample that could not be judged because the sample itself is bad."""
+    return {
+        "run_id": run_id,
+        "response_id": work.item.sample_id,
+        "judge": work.judge,
+        "language": language,
+        "status": "invalid",
+        "verdict": None,
+        "composite_score": None,
+        "dimensions": {},
+        "escalation": None,
+        "errors": [message],
+        "inputs": inputs,
+        **_sample_meta(work.item),
+    }
+
+
+async def judge_one(engine: JudgeEngine, scenario: Scenario, run_id: str, work: WorkItem) -> dict[str, Any]:
+    """Judge one work item; a bad sample becomes an ``invalid`` record naming line and field."""
+    data = work.item.data
+    language = data.get("language") or scenario.language
+    if work.error or work.judge is None:
+        return invalid_record(run_id, work, work.error or "no judge", language, {})
+    spec = engine.registry.get(work.judge)
+    inputs = {k: data.get(k) for k in spec.inputs if k in data}
+    try:
+        result = await engine.evaluate(work.judge, data, response_id=work.item.sample_id, language=language)
+    except InvalidSample as exc:
+        return invalid_record(run_id, work, f"line {work.item.line}: field {exc}", language, inputs)
+    except ValueError as exc:
+        return invalid_record(run_id, work, f"line {work.item.line}: {exc}", language, inputs)
+    record = result.to_record()
+    record["run_id"] = run_id
+    record["inputs"] = inputs
+    record.update(_sample_meta(work.item))
+    return record
+
+
+async def execute_run(
+    engine: JudgeEngine,
+    scenario: Scenario,
+    store: Store,
+    run_id: str,
+    *,
+    concurrency: int,
+    skip: set[str] | None = None,
+    on_progress: ProgressHook | None = None,
+    flush_every: int = 200,
+) -> int:
+    """Judge all work items not in ``skip``; returns how many were judged in this call."""
+    skip = skip or set()
+    queue: asyncio.Queue[WorkItem | None] = asyncio.Queue(maxsize=concurrency * 2)
+    results: asyncio.Queue[tuple[str, int, dict[str, Any]] | None] = asyncio.Queue()
+    judged = 0
+
+    async def produce() -> None:
+        for work in work_items(scenario):
+            if work.key in skip:
+                continue
+            await queue.put(work)
+        for _ in range(concurrency):
+            await queue.put(None)
+
+    async def worker() -> None:
+        nonlocal judged
+        while (work := await queue.get()) is not None:
+            record = await judge_one(engine, scenario, run_id, work)
+            judged += 1
+            await results.put((work.key, work.seq, record))
+
+    async def writer() -> None:
+        done = False
+        while not done:
+            first = await results.get()
+            if first is None:
+                break
+            batch = [first]
+            while not results.empty() and len(batch) < flush_every:
+                nxt = results.get_nowait()
+                if nxt is None:
+                    done = True
+                    break
+                batch.append(nxt)
+            # Written in a thread so that the event loop keeps judging while SQLite commits.
+            await asyncio.to_thread(store.add_results, run_id, batch)
+            if on_progress is not None:
+                on_progress(len(batch))
+
+    writer_task = asyncio.create_task(writer())
+    try:
+        await asyncio.gather(produce(), *(worker() for _ in range(concurrency)))
+    finally:
+        await results.put(None)
+        await writer_task
+    return judged

@@ -1,0 +1,216 @@
+"""``bqas run``: a scenario from start (or resume) to summary, report files and CI exit code."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bqas.judging.engine import JudgeEngine
+from bqas.judging.factory import LLMOverrides, build_engine
+from bqas.runner.dataset import count_items
+from bqas.runner.execute import execute_run, new_run_id, work_items
+from bqas.runner.scenario import Scenario, ScenarioError, load_scenario, scenario_fingerprint
+from bqas.runner.summary import RunSummary, ThresholdResult, check_thresholds, cost_estimate, summarize
+from bqas.settings import Settings
+from bqas.store.db import Store
+
+
+@dataclass
+class RunRequest:
+    """What the user asked for on the command line."""
+
+    scenario_path: Path | None = None
+    resume: str | None = None
+    out_dir: Path | None = None
+    backend: str | None = None
+    language: str | None = None
+    concurrency: int | None = None
+    overrides: LLMOverrides = field(default_factory=LLMOverrides)
+    baseline: str | None = None
+    progress: bool = True
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    summary: RunSummary
+    thresholds: list[ThresholdResult]
+    out_dir: Path
+    judged_now: int
+    cost_usd: float | None
+
+    @property
+    def passed(self) -> bool:
+        return all(t.passed for t in self.thresholds)
+
+
+def _scenario_for(request: RunRequest, store: Store) -> tuple[Scenario, str, bool]:
+    """The scenario and run id: a new run, or the stored one for ``--resume``."""
+    if request.resume:
+        run = store.find_run(request.resume)
+        if run is None:
+            raise ScenarioError(f"--resume: no run with id {request.resume!r} (see `bqas runs`)")
+        if run.kind != "scenario":
+            raise ScenarioError(f"--resume: run {run.id} is a {run.kind} run, not a scenario run")
+        path = Path(run.scenario_path or "")
+        if request.scenario_path is not None and request.scenario_path.resolve() != path.resolve():
+            raise ScenarioError(f"--resume: run {run.id} belongs to {path}, not {request.scenario_path}")
+        scenario = load_scenario(path)
+        if run.config.get("fingerprint") != scenario_fingerprint(scenario):
+            raise ScenarioError(
+                f"--resume: the scenario or its dataset changed since run {run.id} started; start a new run"
+            )
+        return scenario, run.id, True
+    if request.scenario_path is None:
+        raise ScenarioError("give a scenario file, or --resume RUN_ID")
+    return load_scenario(request.scenario_path), new_run_id(), False
+
+
+def _engine_for(scenario: Scenario, request: RunRequest, settings: Settings, stored: dict[str, Any] | None) -> JudgeEngine:
+    backend = (stored or {}).get("backend") or request.backend or scenario.backend
+    o = request.overrides
+    llm = scenario.llm
+    import os
+
+    overrides = LLMOverrides(
+        base_url=o.base_url or llm.base_url,
+        model=o.model or llm.model,
+        api_key=o.api_key or (os.environ.get(llm.api_key_env) if llm.api_key_env else None),
+        structured_output=o.structured_output or llm.structured_output,
+        concurrency=o.concurrency or llm.concurrency,
+        cache=o.cache,
+    )
+    return build_engine(settings, backend=backend, language=request.language or scenario.language, overrides=overrides)
+
+
+def _run_meta(store: Store, run_id: str, summary: RunSummary, thresholds: list[ThresholdResult],
+              cost: float | None) -> dict[str, Any]:
+    run = store.get_run(run_id)
+    assert run is not None
+    config = run.config
+    return {
+        "run_id": run_id,
+        "scenario": run.scenario,
+        "description": config.get("description", ""),
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "backend": config.get("backend"),
+        "model": config.get("model"),
+        "language": config.get("language"),
+        "judges": config.get("judges", []),
+        "thresholds": config.get("thresholds", {}),
+        "threshold_results": [t.as_dict() for t in thresholds],
+        "totals": {
+            "samples": summary.samples,
+            "scored": summary.scored,
+            "unscored": summary.unscored,
+            "invalid": summary.invalid,
+            "llm_calls": summary.llm_calls,
+            "prompt_tokens": summary.prompt_tokens,
+            "completion_tokens": summary.completion_tokens,
+            "cost_usd": cost,
+        },
+    }
+
+
+def write_outputs(store: Store, run_id: str, out_dir: Path, meta: dict[str, Any], baseline: str | None = None) -> None:
+    """results.jsonl, junit.xml and report.html, each streamed from the store."""
+    from bqas.report.html import write_html_report
+    from bqas.report.junit import write_junit
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / "results.jsonl").open("w", encoding="utf-8") as fh:
+        for record in store.iter_records(run_id):
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+    write_junit(out_dir / "junit.xml", meta, store.iter_records(run_id))
+    base: tuple[dict[str, Any], Iterator[dict[str, Any]]] | None = None
+    if baseline:
+        base_run = store.find_run(baseline)
+        if base_run is None:
+            raise ScenarioError(f"--baseline: no run with id {baseline!r}")
+        base_summary = summarize(store.iter_records(base_run.id))
+        base_meta = _run_meta(store, base_run.id, base_summary, [], None)
+        base = (base_meta, store.iter_records(base_run.id))
+    write_html_report(out_dir / "report.html", meta, store.iter_records(run_id), baseline=base)
+
+
+def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome:
+    """Run (or resume) a scenario to completion and write its outputs."""
+    scenario, run_id, resuming = _scenario_for(request, store)
+    stored = store.get_run(run_id).config if resuming else None  # type: ignore[union-attr]
+    engine = _engine_for(scenario, request, settings, stored)
+    total = sum(1 for _ in work_items(scenario))
+    if not resuming:
+        config = {
+            "description": scenario.description,
+            "fingerprint": scenario_fingerprint(scenario),
+            "backend": request.backend or scenario.backend,
+            "model": engine.llm.config.model if engine.llm else None,
+            "language": request.language or scenario.language,
+            "judge_language": scenario.judge_language,
+            "judges": scenario.judges,
+            "thresholds": scenario.thresholds.model_dump(),
+            "samples": count_items(scenario),
+        }
+        store.create_run(run_id, scenario.name, config, scenario_path=str(scenario.path.resolve()) if scenario.path else None,
+                         total=total)
+    else:
+        store.update_run(run_id, status="running")
+    done = store.done_keys(run_id)
+    concurrency = request.concurrency or scenario.concurrency
+    judged = _run_with_progress(engine, scenario, store, run_id, done, total, concurrency, request.progress)
+    summary = summarize(store.iter_records(run_id))
+    llm = scenario.llm
+    cost = cost_estimate(
+        summary,
+        llm.price_prompt_per_mtok if llm.price_prompt_per_mtok is not None else settings.price_prompt_per_mtok,
+        llm.price_completion_per_mtok if llm.price_completion_per_mtok is not None else settings.price_completion_per_mtok,
+    )
+    thresholds = check_thresholds(summary, scenario.thresholds)
+    store.update_run(run_id, status="done", finished_at=datetime.now(UTC), summary=summary.as_dict(cost))
+    out_dir = request.out_dir or Path("runs") / run_id
+    write_outputs(store, run_id, out_dir, _run_meta(store, run_id, summary, thresholds, cost), request.baseline)
+    return RunOutcome(run_id, summary, thresholds, out_dir, judged, cost)
+
+
+def _run_with_progress(engine: JudgeEngine, scenario: Scenario, store: Store, run_id: str, done: set[str],
+                       total: int, concurrency: int, show: bool) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    async def main() -> int:
+        try:
+            if not show:
+                return await execute_run(engine, scenario, store, run_id, concurrency=concurrency, skip=done)
+            columns = (
+                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]}/s"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            )
+            with Progress(*columns, transient=False) as progress:
+                task = progress.add_task(scenario.name, total=total, completed=len(done), rate="–")
+
+                def advance(n: int) -> None:
+                    progress.advance(task, n)
+                    speed = progress.tasks[task].speed
+                    progress.update(task, rate=f"{speed:.1f}" if speed else "–")
+
+                return await execute_run(engine, scenario, store, run_id, concurrency=concurrency, skip=done,
+                                         on_progress=advance)
+        finally:
+            if engine.llm is not None:
+                await engine.llm.aclose()
+
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(main())
+    except KeyboardInterrupt:
+        store.update_run(run_id, status="interrupted")
+        raise
+    finally:
+        loop.close()
+        signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -1,0 +1,210 @@
+"""Load and validate a YAML scenario; every error names the file, the line and the field at fault."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bqas.settings import LANGUAGES, get_settings
+
+RAGAS_JUDGE_LANGUAGES = ("en", "zh")
+RAGAS_METRICS = (
+    "faithfulness",
+    "answer_relevancy",
+    "context_recall",
+    "context_precision",
+    "noise_sensitivity",
+    "factual_correctness",
+    "semantic_similarity",
+)
+
+
+class ScenarioError(ValueError):
+    """A scenario file is invalid. ``str()`` is ``file:line: field: message`` lines."""
+
+
+class LLMSection(BaseModel):
+    """The LLM of a scenario (secrets stay in the environment: ``api_key_env`` names the variable)."""
+
+    model_config = ConfigDict(extra="forbid")
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    structured_output: Literal["auto", "json_schema", "json_object", "prompt"] | None = None
+    concurrency: int | None = Field(default=None, ge=1, le=1024)
+    price_prompt_per_mtok: float | None = Field(default=None, ge=0)
+    price_completion_per_mtok: float | None = Field(default=None, ge=0)
+
+
+class Thresholds(BaseModel):
+    """CI gates of a run; unset gates are not checked."""
+
+    model_config = ConfigDict(extra="forbid")
+    min_pass_rate: float | None = Field(default=None, ge=0, le=1)
+    min_mean_composite: float | None = Field(default=None, ge=0, le=100)
+    max_failed: int | None = Field(default=None, ge=0)
+    max_unscored: int | None = Field(default=None, ge=0)
+    dimensions: dict[str, float] = Field(default_factory=dict)
+
+
+class Scenario(BaseModel):
+    """A test scenario: which judges grade which samples, how, and what counts as passing."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200)
+    description: str = ""
+    judges: list[str] = Field(default_factory=list)
+    metrics: list[str] = Field(default_factory=list)
+    dataset: str | None = None
+    samples: list[dict[str, Any]] | None = None
+    mapping: dict[str, str] = Field(default_factory=dict)
+    language: str | None = None
+    judge_language: str | None = None
+    backend: Literal["auto", "llm", "offline"] = "offline"
+    llm: LLMSection = Field(default_factory=LLMSection)
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    # Filled by the loader, not by the YAML:
+    path: Path | None = Field(default=None, exclude=True)
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str | None) -> str | None:
+        if value is not None and value.split("-")[0].lower() not in LANGUAGES:
+            raise ValueError(f"expected one of {', '.join(LANGUAGES)}, got {value!r}")
+        return value
+
+    @field_validator("judge_language")
+    @classmethod
+    def _judge_language(cls, value: str | None) -> str | None:
+        if value is not None and value not in RAGAS_JUDGE_LANGUAGES:
+            raise ValueError(f"expected one of {', '.join(RAGAS_JUDGE_LANGUAGES)}, got {value!r}")
+        return value
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, value: list[str]) -> list[str]:
+        unknown = [m for m in value if m not in RAGAS_METRICS]
+        if unknown:
+            raise ValueError(f"unknown RAGAS metric(s) {unknown}; known: {', '.join(RAGAS_METRICS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _source(self) -> Scenario:
+        if (self.dataset is None) == (self.samples is None):
+            raise ValueError("give exactly one of 'dataset' (a JSONL/CSV path) or 'samples' (inline list)")
+        if not self.judges and not self.metrics:
+            raise ValueError("name at least one judge under 'judges' (or RAGAS metrics under 'metrics')")
+        return self
+
+    def dataset_path(self) -> Path | None:
+        """The dataset path, relative paths resolved against the scenario file's folder."""
+        if self.dataset is None:
+            return None
+        path = Path(self.dataset)
+        if not path.is_absolute() and self.path is not None:
+            path = self.path.parent / path
+        return path
+
+
+def _line_index(node: yaml.Node, prefix: tuple[str | int, ...] = ()) -> dict[tuple[str | int, ...], int]:
+    """Map each key path of a YAML document to its 1-based line."""
+    lines: dict[tuple[str | int, ...], int] = {prefix: node.start_mark.line + 1}
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            path = (*prefix, str(key.value))
+            lines[path] = key.start_mark.line + 1
+            for sub, line in _line_index(value, path).items():
+                lines.setdefault(sub, line)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines.update(_line_index(item, (*prefix, i)))
+    return lines
+
+
+def _line_for(lines: dict[tuple[str | int, ...], int], loc: tuple[str | int, ...]) -> int:
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return 1
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Load, validate and resolve a scenario file. Raises :class:`ScenarioError` with file:line: field."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ScenarioError(f"{path}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict) or node is None:
+        raise ScenarioError(f"{path}:1: a scenario must be a YAML mapping")
+    lines = _line_index(node)
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        messages = []
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            field = ".".join(str(p) for p in loc) or "(scenario)"
+            messages.append(f"{path}:{_line_for(lines, loc)}: {field}: {err['msg']}")
+        raise ScenarioError("\n".join(messages)) from None
+    scenario.path = path
+    # judge_language is resolved here (seed 004): explicit value > RAGAS_JUDGE_LANGUAGE setting (default en).
+    settings = get_settings()
+    if scenario.judge_language is None:
+        resolved = settings.ragas_judge_language
+        if resolved not in RAGAS_JUDGE_LANGUAGES:
+            raise ScenarioError(f"RAGAS_JUDGE_LANGUAGE: expected one of en, zh, got {resolved!r}")
+        scenario.judge_language = resolved
+    from bqas.judging.spec import default_registry
+
+    registry = default_registry()
+    for i, judge in enumerate(scenario.judges):
+        if judge not in registry.names():
+            raise ScenarioError(
+                f"{path}:{_line_for(lines, ('judges', i))}: judges[{i}]: unknown judge {judge!r}; "
+                f"known: {', '.join(registry.names())}"
+            )
+        if registry.get(judge).kind == "generator":
+            raise ScenarioError(f"{path}:{_line_for(lines, ('judges', i))}: judges[{i}]: {judge!r} generates, it does not grade")
+    if scenario.metrics:
+        raise ScenarioError(
+            f"{path}:{_line_for(lines, ('metrics',))}: metrics: RAGAS metrics are not available in this BQAS "
+            "version yet; use 'judges'"
+        )
+    for key, minimum in scenario.thresholds.dimensions.items():
+        dim = key.split(".")[-1]
+        judges = [key.split(".")[0]] if "." in key else scenario.judges
+        if not any(dim in registry.get(j).dimensions for j in judges if j in registry.names()):
+            raise ScenarioError(
+                f"{path}:{_line_for(lines, ('thresholds', 'dimensions', key))}: thresholds.dimensions.{key}: "
+                f"no judge of this scenario has a dimension {dim!r}"
+            )
+        del minimum
+    dataset = scenario.dataset_path()
+    if dataset is not None and not dataset.is_file():
+        raise ScenarioError(f"{path}:{_line_for(lines, ('dataset',))}: dataset: file not found: {dataset}")
+    if dataset is not None and dataset.suffix.lower() not in (".jsonl", ".csv", ".json"):
+        raise ScenarioError(f"{path}:{_line_for(lines, ('dataset',))}: dataset: expected a .jsonl or .csv file")
+    return scenario
+
+
+def scenario_fingerprint(scenario: Scenario) -> str:
+    """A hash of the scenario and its dataset file, to tell whether a resumed run still sees the same inputs."""
+    digest = hashlib.sha256(scenario.model_dump_json().encode())
+    dataset = scenario.dataset_path()
+    if dataset is not None:
+        with dataset.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()[:16]

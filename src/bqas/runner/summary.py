@@ -1,0 +1,198 @@
+"""Aggregate a run's records in one streaming pass: verdict counts, dimension statistics, totals; and
+check the scenario's thresholds."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bqas.runner.scenario import Thresholds
+
+
+@dataclass
+class RunningStats:
+    """Mean and standard deviation without keeping the values (Welford)."""
+
+    n: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+    minimum: float = math.inf
+    maximum: float = -math.inf
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        delta = x - self.mean
+        self.mean += delta / self.n
+        self.m2 += delta * (x - self.mean)
+        self.minimum = min(self.minimum, x)
+        self.maximum = max(self.maximum, x)
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(self.m2 / (self.n - 1)) if self.n > 1 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.n == 0:
+            return {"n": 0, "mean": None, "std": None, "min": None, "max": None}
+        return {"n": self.n, "mean": round(self.mean, 4), "std": round(self.std, 4),
+                "min": self.minimum, "max": self.maximum}
+
+
+@dataclass
+class DimensionAggregate:
+    stats: RunningStats = field(default_factory=RunningStats)
+    gates: Counter[str] = field(default_factory=Counter)
+    not_measured: int = 0
+    backends: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class RunSummary:
+    """What a run amounted to."""
+
+    samples: int = 0
+    scored: int = 0
+    unscored: int = 0
+    invalid: int = 0
+    verdicts: Counter[str] = field(default_factory=Counter)
+    composite: RunningStats = field(default_factory=RunningStats)
+    dimensions: dict[str, DimensionAggregate] = field(default_factory=dict)
+    escalations: int = 0
+    partial: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    latency: RunningStats = field(default_factory=RunningStats)
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        self.samples += 1
+        status = record.get("status")
+        if status == "invalid":
+            self.invalid += 1
+            return
+        if status == "unscored":
+            self.unscored += 1
+        else:
+            self.scored += 1
+        verdict = record.get("verdict")
+        if verdict:
+            self.verdicts[str(verdict)] += 1
+        if isinstance(record.get("composite_score"), int | float):
+            self.composite.add(float(record["composite_score"]))
+        if record.get("escalation"):
+            self.escalations += 1
+        if record.get("partial"):
+            self.partial += 1
+        self.llm_calls += int(record.get("llm_calls") or 0)
+        self.prompt_tokens += int(record.get("prompt_tokens") or 0)
+        self.completion_tokens += int(record.get("completion_tokens") or 0)
+        self.cache_hits += 1 if record.get("cache_hit") else 0
+        if isinstance(record.get("latency_ms"), int | float):
+            self.latency.add(float(record["latency_ms"]))
+        judge = str(record.get("judge"))
+        for name, prov in (record.get("dimensions") or {}).items():
+            agg = self.dimensions.setdefault(f"{judge}.{name}", DimensionAggregate())
+            if not prov.get("measured", True) or prov.get("value") is None:
+                agg.not_measured += 1
+                continue
+            agg.backends[str(prov.get("backend"))] += 1
+            value = prov["value"]
+            if value in ("pass", "fail"):
+                agg.gates[value] += 1
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                agg.stats.add(float(value))
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Share of scored samples judged production_ready."""
+        return self.verdicts["production_ready"] / self.scored if self.scored else None
+
+    def dimension_mean(self, key: str) -> float | None:
+        """Mean of ``judge.dimension`` or of ``dimension`` pooled over all judges that have it."""
+        if "." in key:
+            agg = self.dimensions.get(key)
+            return agg.stats.mean if agg and agg.stats.n else None
+        pooled = RunningStats()
+        total = 0.0
+        for name, agg in self.dimensions.items():
+            if name.split(".", 1)[1] == key and agg.stats.n:
+                total += agg.stats.mean * agg.stats.n
+                pooled.n += agg.stats.n
+        return total / pooled.n if pooled.n else None
+
+    def as_dict(self, cost_usd: float | None = None) -> dict[str, Any]:
+        return {
+            "samples": self.samples,
+            "scored": self.scored,
+            "unscored": self.unscored,
+            "invalid": self.invalid,
+            "verdicts": dict(self.verdicts),
+            "pass_rate": None if self.pass_rate is None else round(self.pass_rate, 4),
+            "composite": self.composite.as_dict(),
+            "escalations": self.escalations,
+            "partial": self.partial,
+            "llm_calls": self.llm_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cache_hits": self.cache_hits,
+            "cost_usd": cost_usd,
+            "latency_ms": self.latency.as_dict(),
+            "dimensions": {
+                k: {**v.stats.as_dict(), "not_measured": v.not_measured, "pass": v.gates["pass"],
+                    "fail": v.gates["fail"], "backends": dict(v.backends)}
+                for k, v in sorted(self.dimensions.items())
+            },
+        }
+
+
+def summarize(records: Iterable[Mapping[str, Any]]) -> RunSummary:
+    summary = RunSummary()
+    for record in records:
+        summary.add(record)
+    return summary
+
+
+@dataclass(frozen=True)
+class ThresholdResult:
+    name: str
+    expected: float
+    actual: float | None
+    passed: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "expected": self.expected, "actual": self.actual, "passed": self.passed}
+
+
+def check_thresholds(summary: RunSummary, thresholds: Thresholds) -> list[ThresholdResult]:
+    """Each configured gate with the run's value. A gate with nothing to measure fails (no silent pass)."""
+    out: list[ThresholdResult] = []
+
+    def at_least(name: str, expected: float, actual: float | None) -> None:
+        out.append(ThresholdResult(name, expected, None if actual is None else round(actual, 4),
+                                   actual is not None and actual >= expected))
+
+    if thresholds.min_pass_rate is not None:
+        at_least("min_pass_rate", thresholds.min_pass_rate, summary.pass_rate)
+    if thresholds.min_mean_composite is not None:
+        at_least("min_mean_composite", thresholds.min_mean_composite,
+                 summary.composite.mean if summary.composite.n else None)
+    if thresholds.max_failed is not None:
+        failed = summary.verdicts["failed"]
+        out.append(ThresholdResult("max_failed", thresholds.max_failed, failed, failed <= thresholds.max_failed))
+    if thresholds.max_unscored is not None:
+        out.append(ThresholdResult("max_unscored", thresholds.max_unscored, summary.unscored,
+                                   summary.unscored <= thresholds.max_unscored))
+    for key, minimum in thresholds.dimensions.items():
+        at_least(f"dimension {key}", minimum, summary.dimension_mean(key))
+    return out
+
+
+def cost_estimate(summary: RunSummary, prompt_price: float | None, completion_price: float | None) -> float | None:
+    """USD cost from token counts when both prices (per million tokens) are configured."""
+    if prompt_price is None or completion_price is None:
+        return None
+    return round(summary.prompt_tokens / 1e6 * prompt_price + summary.completion_tokens / 1e6 * completion_price, 6)

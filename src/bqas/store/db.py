@@ -1,0 +1,154 @@
+"""Open the store, migrate it to the current schema, and read/write runs and results."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session, sessionmaker
+
+from bqas.store.models import ResultRow, Run
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def migrate(url: str) -> None:
+    """Bring the database at ``url`` to the newest schema (Alembic ``upgrade head``)."""
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resources.files("bqas.store").joinpath("migrations")))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    command.upgrade(cfg, "head")
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+class Store:
+    """Runs and their results. Each result is committed as soon as it is written."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.session = sessionmaker(engine, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    # -- runs ------------------------------------------------------------------------------------------
+    def create_run(self, run_id: str, scenario: str, config: dict[str, Any], *, kind: str = "scenario",
+                   scenario_path: str | None = None, total: int = 0) -> Run:
+        run = Run(id=run_id, kind=kind, scenario=scenario, scenario_path=scenario_path, config=config,
+                  status="running", total=total, started_at=now())
+        with self.session.begin() as s:
+            s.add(run)
+        return run
+
+    def get_run(self, run_id: str) -> Run | None:
+        with self.session() as s:
+            return s.get(Run, run_id)
+
+    def find_run(self, prefix: str) -> Run | None:
+        """A run by id or unique id prefix."""
+        with self.session() as s:
+            exact = s.get(Run, prefix)
+            if exact is not None:
+                return exact
+            rows = s.scalars(select(Run).where(Run.id.startswith(prefix)).limit(2)).all()
+            return rows[0] if len(rows) == 1 else None
+
+    def list_runs(self, limit: int = 50) -> Sequence[Run]:
+        with self.session() as s:
+            return s.scalars(select(Run).order_by(Run.started_at.desc()).limit(limit)).all()
+
+    def update_run(self, run_id: str, **values: Any) -> None:
+        with self.session.begin() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise KeyError(run_id)
+            for key, value in values.items():
+                setattr(run, key, value)
+
+    # -- results ---------------------------------------------------------------------------------------
+    def done_keys(self, run_id: str) -> set[str]:
+        with self.session() as s:
+            return set(s.scalars(select(ResultRow.sample_key).where(ResultRow.run_id == run_id)))
+
+    def add_results(self, run_id: str, records: Sequence[tuple[str, int, dict[str, Any]]]) -> int:
+        """Insert (sample_key, seq, record) rows in one transaction; rows already stored are skipped."""
+        if not records:
+            return 0
+        rows = [
+            {
+                "run_id": run_id,
+                "sample_key": key,
+                "seq": seq,
+                "sample_id": str(rec.get("sample_id") or rec.get("response_id")),
+                "judge": str(rec.get("judge")),
+                "status": str(rec.get("status")),
+                "verdict": rec.get("verdict"),
+                "composite": rec.get("composite_score"),
+                "language": rec.get("language"),
+                "record": rec,
+                "created_at": now(),
+            }
+            for key, seq, rec in records
+        ]
+        insert = pg_insert if self.dialect == "postgresql" else sqlite_insert
+        stmt = insert(ResultRow).values(rows).on_conflict_do_nothing(index_elements=["run_id", "sample_key"])
+        with self.session.begin() as s:
+            result = s.execute(stmt)
+        return int(getattr(result, "rowcount", 0) or 0)
+
+    def iter_records(self, run_id: str, batch: int = 500) -> Iterator[dict[str, Any]]:
+        """The run's records in sample order, streamed in batches (never all in memory)."""
+        last = -1
+        while True:
+            with self.session() as s:
+                rows = s.execute(
+                    select(ResultRow.seq, ResultRow.record)
+                    .where(ResultRow.run_id == run_id, ResultRow.seq > last)
+                    .order_by(ResultRow.seq)
+                    .limit(batch)
+                ).all()
+            if not rows:
+                return
+            for seq, record in rows:
+                yield record
+            last = rows[-1][0]
+
+    def count_results(self, run_id: str) -> int:
+        with self.session() as s:
+            return int(s.scalar(select(func.count()).select_from(ResultRow).where(ResultRow.run_id == run_id)) or 0)
+
+
+def open_store(url: str | None = None, *, home: Path | None = None) -> Store:
+    """Open (and migrate) the store at ``url``; default: SQLite under the BQAS home."""
+    from bqas.settings import get_settings
+
+    settings = get_settings()
+    if url is None:
+        url = settings.database_url or f"sqlite:///{((home or settings.home) / 'bqas.sqlite').as_posix()}"
+    if url.startswith("sqlite:///"):
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    migrate(url)
+    engine = create_engine(url, future=True, pool_pre_ping=True)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return Store(engine)

@@ -1,0 +1,53 @@
+"""Tables of the results store. Schema changes go through Alembic migrations (``migrations/versions``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON}
+
+
+class Run(Base):
+    """One run of a scenario (or of a calibration, or a scoring job)."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32), default="scenario")
+    scenario: Mapped[str] = mapped_column(String(200))
+    scenario_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(20), default="running")
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class ResultRow(Base):
+    """One judgment of one sample by one judge. ``sample_key`` is unique per run: resuming never duplicates."""
+
+    __tablename__ = "results"
+    __table_args__ = (
+        UniqueConstraint("run_id", "sample_key", name="uq_results_run_sample"),
+        Index("ix_results_run_seq", "run_id", "seq"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(64), ForeignKey("runs.id", ondelete="CASCADE"))
+    sample_key: Mapped[str] = mapped_column(String(400))
+    seq: Mapped[int] = mapped_column(Integer)
+    sample_id: Mapped[str] = mapped_column(String(300))
+    judge: Mapped[str] = mapped_column(String(100))
+    status: Mapped[str] = mapped_column(String(20))
+    verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    composite: Mapped[float | None] = mapped_column(Float, nullable=True)
+    language: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    record: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
