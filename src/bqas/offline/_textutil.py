@@ -342,6 +342,9 @@ _DE_SUFFIXES = (
     "s",
     "t",
 )
+_ZU_INFIX_RE = re.compile(
+    r"^(ab|an|auf|aus|bei|dar|ein|fest|her|heraus|hin|mit|nach|vor|weg|wieder|zuruck|zusammen)zu(\w{3,})$"
+)
 _UMLAUTS = str.maketrans({"ä": "a", "ö": "o", "ü": "u", "ß": "ss"})
 
 
@@ -409,6 +412,7 @@ def stem(token: str) -> str:
     t = fold(token)
     if CJK_RE.search(t):
         return t
+    t = _ZU_INFIX_RE.sub(r"\1\2", t)  # abzuwagen -> abwagen (German zu-infinitive of separable verbs)
     for suf in _DE_SUFFIXES:
         if t.endswith(suf) and len(t) - len(suf) >= 4:
             return t[: -len(suf)]

@@ -389,6 +389,7 @@ _ACRONYM_RE = re.compile(r"(?<![\w-])[A-ZÄÖÜ][A-ZÄÖÜ0-9&]+(?:-[A-Z0-9]+)*s
 _MIXED_RE = re.compile(r"(?<![\w-])(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w-])")
 _TITLED_RE = re.compile(r"\b(?:Frau|Herr|Herrn|Dr\.|Prof\.|Mr\.|Mrs\.|Ms\.)\s+((?:[A-ZÄÖÜ][\w\-]+\s?){1,3})")
 _CAP_RE = re.compile(r"(?<![\w'’])[A-ZÄÖÜ][a-zäöüß]+(?:[-'][A-Za-zäöüß]+)*(?![\w])")
+_INITIAL_RE = re.compile(r"(?:^|[.!?:;])[\W_]*$")
 _ROMAN_RE = re.compile(r"^[IVXLC]+$")
 _NON_ENTITY_CAPS = frozenset(
     {"I", "OK", "PS", "AM", "PM", "FAQ", "AFB", "UTC", "CET", "CEST", "MEZ"} | {n for n in _UNIT_INDEX if n.isupper()}
@@ -441,7 +442,7 @@ def _capitalised_phrases(text: str, *, skip_initial: bool) -> list[str]:
     prev_end = -1
     for m in _CAP_RE.finditer(text):
         tok = m.group(0)
-        initial = not text[: m.start()].strip() or bool(re.search(r"[.!?:;\"“„(]\s*$", text[: m.start()]))
+        initial = bool(_INITIAL_RE.search(text[: m.start()]))
         if tok in _CAP_STOP or (skip_initial and initial):
             if current:
                 phrases.append(" ".join(current))

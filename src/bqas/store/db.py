@@ -111,10 +111,15 @@ class Store:
             for key, seq, rec in records
         ]
         insert = pg_insert if self.dialect == "postgresql" else sqlite_insert
-        stmt = insert(ResultRow).values(rows).on_conflict_do_nothing(index_elements=["run_id", "sample_key"])
+        stmt = (
+            insert(ResultRow)
+            .values(rows)
+            .on_conflict_do_nothing(index_elements=["run_id", "sample_key"])
+            .returning(ResultRow.id)  # rowcount is unreliable for multi-row inserts; count what came back
+        )
         with self.session.begin() as s:
-            result = s.execute(stmt)
-        return int(getattr(result, "rowcount", 0) or 0)
+            inserted = s.execute(stmt).all()
+        return len(inserted)
 
     def iter_records(self, run_id: str, batch: int = 500) -> Iterator[dict[str, Any]]:
         """The run's records in sample order, streamed in batches (never all in memory)."""
