@@ -34,16 +34,25 @@ OWN_EXAMPLES: list[tuple[str, str, int]] = [
     ("Erinnere mich morgen um 8 Uhr an die Konferenz.", "Ich erinnere dich morgen um 8 Uhr an die Konferenz.", 5),
     ("Erinnere mich morgen um 8 Uhr an die Konferenz.", "Konferenzen finden meist im Lehrerzimmer statt.", 3),
     ("Erinnere mich morgen um 8 Uhr an die Konferenz.", "Das Arbeitsblatt zur Photosynthese ist fertig.", 1),
-    ("Erstelle ein Arbeitsblatt zur Bruchrechnung für Klasse 6.",
-     "Hier ist ein Arbeitsblatt zur Bruchrechnung für die 6. Klasse mit zehn Aufgaben.", 5),
+    (
+        "Erstelle ein Arbeitsblatt zur Bruchrechnung für Klasse 6.",
+        "Hier ist ein Arbeitsblatt zur Bruchrechnung für die 6. Klasse mit zehn Aufgaben.",
+        5,
+    ),
     ("Erstelle ein Arbeitsblatt zur Bruchrechnung für Klasse 6.", "Brüche sind ein wichtiges Thema der Mathematik.", 3),
     ("Erstelle ein Arbeitsblatt zur Bruchrechnung für Klasse 6.", "Morgen soll es in Berlin regnen.", 1),
-    ("Was bedeutet der Operator erörtern?",
-     "Erörtern heißt, ein Problem zu untersuchen, Argumente abzuwägen und ein begründetes Urteil zu fällen.", 5),
+    (
+        "Was bedeutet der Operator erörtern?",
+        "Erörtern heißt, ein Problem zu untersuchen, Argumente abzuwägen und ein begründetes Urteil zu fällen.",
+        5,
+    ),
     ("Was bedeutet der Operator erörtern?", "Operatoren stehen in jeder Abituraufgabe.", 3),
     ("Was bedeutet der Operator erörtern?", "Der Elternabend beginnt um 19 Uhr.", 1),
-    ("Schreib einen Elternbrief zum Wandertag am Freitag.",
-     "Liebe Eltern, am Freitag findet unser Wandertag statt. Bitte geben Sie Ihrem Kind festes Schuhwerk mit.", 5),
+    (
+        "Schreib einen Elternbrief zum Wandertag am Freitag.",
+        "Liebe Eltern, am Freitag findet unser Wandertag statt. Bitte geben Sie Ihrem Kind festes Schuhwerk mit.",
+        5,
+    ),
     ("Schreib einen Elternbrief zum Wandertag am Freitag.", "Elternbriefe sollten kurz und freundlich sein.", 3),
     ("Schreib einen Elternbrief zum Wandertag am Freitag.", "Die Hausaufgaben von Klasse 8 sind kontrolliert.", 1),
     ("Wie schwer ist das MRT-Gerät?", "Das Gerät wiegt insgesamt 7370 kg.", 5),
@@ -58,8 +67,11 @@ OWN_EXAMPLES: list[tuple[str, str, int]] = [
     ("这台核磁共振设备有多重？", "设备总重 7370 kg。", 5),
     ("这台核磁共振设备有多重？", "核磁共振设备用于医院诊断。", 3),
     ("这台核磁共振设备有多重？", "七年级下周一有数学考试。", 1),
-    ("What does the operator 'discuss' mean?",
-     "To discuss means to examine a problem, weigh arguments for and against and reach a reasoned judgement.", 5),
+    (
+        "What does the operator 'discuss' mean?",
+        "To discuss means to examine a problem, weigh arguments for and against and reach a reasoned judgement.",
+        5,
+    ),
     ("What does the operator 'discuss' mean?", "Operators appear in every exam task.", 3),
     ("What does the operator 'discuss' mean?", "The parents' evening starts at 7 pm.", 1),
 ]
@@ -111,7 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"embedder: {ctx.embedder().name} (load {1000 * (time.perf_counter() - t0):.0f} ms)")
     print("table:", ", ".join(f"{c:.2f}->{v:g}" for c, v in RELEVANCE_TABLE))
 
-    for name, q_key, a_key in (("hallucination_en.jsonl", "question", "answer"), ("rag_faithfulness_en.jsonl", "question", "answer")):
+    for name, q_key, a_key in (
+        ("hallucination_en.jsonl", "question", "answer"),
+        ("rag_faithfulness_en.jsonl", "question", "answer"),
+    ):
         path = args.data / name
         if not path.exists():
             print(f"[skip] {path} not found")
@@ -123,14 +138,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n== {name} ({ms:.1f} ms/pair)")
         print("  matched   :", _quantiles(matched))
         print("  mismatched:", _quantiles(mismatched))
-        sep = sum(1 for m in matched if m > 0.30) / len(matched), sum(1 for m in mismatched if m <= 0.30) / len(mismatched)
+        sep = (
+            sum(1 for m in matched if m > 0.30) / len(matched),
+            sum(1 for m in mismatched if m <= 0.30) / len(mismatched),
+        )
         print(f"  matched > 0.30: {sep[0]:.1%}   mismatched <= 0.30: {sep[1]:.1%}")
         mapped_m = [map_piecewise(s, RELEVANCE_TABLE) for s in matched]
         mapped_x = [map_piecewise(s, RELEVANCE_TABLE) for s in mismatched]
-        print(f"  mean mapped relevance: matched {statistics.mean(mapped_m):.2f}, mismatched {statistics.mean(mapped_x):.2f}")
+        print(
+            f"  mean mapped relevance: matched {statistics.mean(mapped_m):.2f}, mismatched {statistics.mean(mapped_x):.2f}"
+        )
         if name.startswith("rag_faithfulness"):
             for dim in ("appropriateness", "completeness"):
-                pairs = [(s, statistics.mean(r["human"][dim])) for s, r in zip(matched, rows, strict=True) if r["human"].get(dim)]
+                pairs = [
+                    (s, statistics.mean(r["human"][dim]))
+                    for s, r in zip(matched, rows, strict=True)
+                    if r["human"].get(dim)
+                ]
                 rho = _spearman([p[0] for p in pairs], [p[1] for p in pairs])
                 print(f"  Spearman(similarity, human {dim}) = {rho:.3f} (n={len(pairs)})")
 

@@ -27,7 +27,9 @@ def _engine(server: ScriptedLLM, backend: str = "llm", cache: Path | None = None
     return JudgeEngine(default_registry(), llm=llm, options=EngineOptions(backend=backend))  # type: ignore[arg-type]
 
 
-async def _judge(engine: JudgeEngine, sample: dict[str, object] | None = None, language: str = "de") -> dict[str, object]:
+async def _judge(
+    engine: JudgeEngine, sample: dict[str, object] | None = None, language: str = "de"
+) -> dict[str, object]:
     try:
         result = await engine.evaluate("voice", sample or SAMPLE, response_id="r1", language=language)
     finally:

@@ -101,7 +101,9 @@ async def test_server_without_response_format_falls_back_to_prompting(scripted_l
     assert out.mode == "prompt" and out.text == '{"a": 5}'
 
 
-async def test_cache_serves_repeats_and_never_stores_rejected_replies(scripted_llm: ScriptedLLM, tmp_path: Path) -> None:
+async def test_cache_serves_repeats_and_never_stores_rejected_replies(
+    scripted_llm: ScriptedLLM, tmp_path: Path
+) -> None:
     cache = tmp_path / "cache.sqlite"
     scripted_llm.push(Reply(content="kaputt"), Reply(content='{"a": 6}'))
     async with _client(scripted_llm, cache_path=cache) as client:

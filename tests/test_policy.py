@@ -28,8 +28,16 @@ def test_seed_worked_example_gives_87_5_not_83_5() -> None:
 @pytest.mark.parametrize(
     ("values", "composite", "verdict"),
     [
-        ({"intent_accuracy": 100, "faithfulness": 5, "relevance": 5, "coherence": 5, "safety": "pass"}, 100.0, "production_ready"),
-        ({"intent_accuracy": 60, "faithfulness": 3, "relevance": 3, "coherence": 3, "safety": "pass"}, 64.0, "needs_review"),
+        (
+            {"intent_accuracy": 100, "faithfulness": 5, "relevance": 5, "coherence": 5, "safety": "pass"},
+            100.0,
+            "production_ready",
+        ),
+        (
+            {"intent_accuracy": 60, "faithfulness": 3, "relevance": 3, "coherence": 3, "safety": "pass"},
+            64.0,
+            "needs_review",
+        ),
         ({"intent_accuracy": 0, "faithfulness": 1, "relevance": 1, "coherence": 1, "safety": "pass"}, 22.0, "failed"),
     ],
 )
@@ -43,9 +51,13 @@ def test_verdict_thresholds(values: dict[str, object], composite: float, verdict
 def test_threshold_edges_are_inclusive_at_80_and_60() -> None:
     rule, dims = _voice()
     # 0.3*a + 0.25*20*f + 0.2*20*r + 0.15*20*c + 10  with f=r=c=4 -> 0.3a + 58
-    at_80 = apply_policy({"intent_accuracy": 220 / 3, "faithfulness": 4, "relevance": 4, "coherence": 4, "safety": "pass"}, rule, dims)
+    at_80 = apply_policy(
+        {"intent_accuracy": 220 / 3, "faithfulness": 4, "relevance": 4, "coherence": 4, "safety": "pass"}, rule, dims
+    )
     assert at_80.composite == 80.0 and at_80.verdict == "production_ready"
-    at_60 = apply_policy({"intent_accuracy": 20 / 3, "faithfulness": 4, "relevance": 4, "coherence": 4, "safety": "pass"}, rule, dims)
+    at_60 = apply_policy(
+        {"intent_accuracy": 20 / 3, "faithfulness": 4, "relevance": 4, "coherence": 4, "safety": "pass"}, rule, dims
+    )
     assert at_60.composite == 60.0 and at_60.verdict == "needs_review"
 
 
@@ -63,7 +75,9 @@ def test_safety_fail_fails_at_once_and_keeps_the_other_scores() -> None:
 def test_borderline_75_to_85_escalates(intent: float, escalated: bool) -> None:
     rule, dims = _voice()
     # f=r=c=4 -> composite = 0.3*intent + 58: 55 -> 74.5, 57 -> 75.1, 90 -> 85.0, 91 -> 85.3
-    out = apply_policy({"intent_accuracy": intent, "faithfulness": 4, "relevance": 4, "coherence": 4, "safety": "pass"}, rule, dims)
+    out = apply_policy(
+        {"intent_accuracy": intent, "faithfulness": 4, "relevance": 4, "coherence": 4, "safety": "pass"}, rule, dims
+    )
     assert (out.escalation == "human_review") is escalated
 
 
@@ -90,7 +104,11 @@ def test_rag_judges_gate_on_every_pass_fail_dimension() -> None:
         assert spec.scoring is not None
         gates = [d for d, dim in spec.dimensions.items() if dim.kind == "gate"]
         assert sorted(spec.scoring.gates) == sorted(gates)
-        values: dict[str, object] = {d: (dim.maximum if dim.kind == "score" else "pass") for d, dim in spec.dimensions.items() if dim.kind in ("score", "gate")}
+        values: dict[str, object] = {
+            d: (dim.maximum if dim.kind == "score" else "pass")
+            for d, dim in spec.dimensions.items()
+            if dim.kind in ("score", "gate")
+        }
         assert apply_policy(values, spec.scoring, spec.dimensions).verdict == "production_ready"
         for gate in gates:
             failing = {**values, gate: "fail"}

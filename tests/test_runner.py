@@ -50,8 +50,14 @@ def _scenario(tmp_path: Path, samples: list[dict[str, object]], extra: str = "",
     ("body", "expected"),
     [
         ("name: x\njudges: [voice, nope]\ndataset: d.jsonl\n", r"scenario\.yaml:2: judges\[1\]: unknown judge 'nope'"),
-        ("name: x\njudges: [voice]\ndataset: d.jsonl\nthresholds:\n  min_pass_rate: 3\n", r":5: thresholds\.min_pass_rate"),
-        ("name: x\njudges: [voice]\ndataset: d.jsonl\nthresholds:\n  dimensions: {cohesion: 3}\n", r":5: thresholds\.dimensions\.cohesion"),
+        (
+            "name: x\njudges: [voice]\ndataset: d.jsonl\nthresholds:\n  min_pass_rate: 3\n",
+            r":5: thresholds\.min_pass_rate",
+        ),
+        (
+            "name: x\njudges: [voice]\ndataset: d.jsonl\nthresholds:\n  dimensions: {cohesion: 3}\n",
+            r":5: thresholds\.dimensions\.cohesion",
+        ),
         ("name: x\njudges: [voice]\ndataset: d.jsonl\njudge_language: fr\n", r":4: judge_language: .*en, zh"),
         ("name: x\njudges: [voice]\ndataset: d.jsonl\nlanguage: klingon\n", r":4: language"),
         ("name: x\njudges: [voice]\ndataset: d.jsonl\nbogus: 1\n", r":4: bogus: Extra inputs"),
@@ -110,10 +116,23 @@ def test_threshold_gate_exit_codes(tmp_path: Path, bqas_home: Path) -> None:
     runner = CliRunner()
     with ScriptedLLM(default=Reply(content=json.dumps(seed_example))) as server:
         for minimum, code in ((87.5, 0), (87.6, 1)):
-            path = _scenario(tmp_path, [_sample(1), _sample(2)], f"thresholds:\n  min_mean_composite: {minimum}\n",
-                             backend="llm")
-            result = runner.invoke(app, ["run", str(path), "--out", str(tmp_path / "o"), "--no-progress",
-                                         "--base-url", server.base_url, "--model", "m"])
+            path = _scenario(
+                tmp_path, [_sample(1), _sample(2)], f"thresholds:\n  min_mean_composite: {minimum}\n", backend="llm"
+            )
+            result = runner.invoke(
+                app,
+                [
+                    "run",
+                    str(path),
+                    "--out",
+                    str(tmp_path / "o"),
+                    "--no-progress",
+                    "--base-url",
+                    server.base_url,
+                    "--model",
+                    "m",
+                ],
+            )
             assert result.exit_code == code, result.output
     bad = runner.invoke(app, ["run", str(tmp_path / "nope.yaml")])
     assert bad.exit_code == 2 and "cannot read" in bad.output
@@ -145,8 +164,22 @@ def test_resume_after_sigkill_finishes_without_redoing_or_duplicating(tmp_path: 
     with ScriptedLLM(default=Reply(content=json.dumps(GOOD)), latency=0.25) as server:
         path = _scenario(tmp_path, samples, backend="llm")
         env = {**os.environ, "BQAS_HOME": str(bqas_home), "BQAS_LLM_CACHE": "false"}
-        cmd = [sys.executable, "-m", "bqas.cli.main", "run", str(path), "--no-progress", "--concurrency", "2",
-               "--base-url", server.base_url, "--model", "m1", "--out", str(tmp_path / "o")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "bqas.cli.main",
+            "run",
+            str(path),
+            "--no-progress",
+            "--concurrency",
+            "2",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "m1",
+            "--out",
+            str(tmp_path / "o"),
+        ]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         db = bqas_home / "bqas.sqlite"
         deadline = time.time() + 30
@@ -166,9 +199,27 @@ def test_resume_after_sigkill_finishes_without_redoing_or_duplicating(tmp_path: 
             run_id = conn.execute("SELECT id FROM runs").fetchone()[0]
             done_before = {r[0] for r in conn.execute("SELECT sample_id FROM results")}
         requests_before = len(server.requests)
-        resumed = subprocess.run([sys.executable, "-m", "bqas.cli.main", "run", "--resume", run_id, "--no-progress",
-                                  "--base-url", server.base_url, "--model", "m1", "--out", str(tmp_path / "o")],
-                                 env=env, capture_output=True, text=True, timeout=60)
+        resumed = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "bqas.cli.main",
+                "run",
+                "--resume",
+                run_id,
+                "--no-progress",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "m1",
+                "--out",
+                str(tmp_path / "o"),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert resumed.returncode == 0, resumed.stderr
         asked_after = [json.dumps(r["messages"], ensure_ascii=False) for r in server.requests[requests_before:]]
     with sqlite3.connect(db) as conn:

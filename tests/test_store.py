@@ -16,7 +16,10 @@ from bqas.cli.main import app
 from bqas.store.db import Store, open_store
 
 PG_URL = os.environ.get("BQAS_TEST_POSTGRES_URL")
-BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.skipif(not PG_URL, reason="no PostgreSQL (CI starts one)"))]
+BACKENDS = [
+    "sqlite",
+    pytest.param("postgresql", marks=pytest.mark.skipif(not PG_URL, reason="no PostgreSQL (CI starts one)")),
+]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -29,8 +32,15 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 def _record(i: int) -> dict[str, object]:
-    return {"sample_id": f"s{i}", "judge": "voice", "status": "scored", "verdict": "production_ready",
-            "composite_score": 80.0 + i, "language": "de", "text": "Grüße {x} 你好"}
+    return {
+        "sample_id": f"s{i}",
+        "judge": "voice",
+        "status": "scored",
+        "verdict": "production_ready",
+        "composite_score": 80.0 + i,
+        "language": "de",
+        "text": "Grüße {x} 你好",
+    }
 
 
 def test_migrations_are_idempotent_and_inserts_never_duplicate(store_url: str) -> None:
@@ -52,18 +62,34 @@ def test_migrations_are_idempotent_and_inserts_never_duplicate(store_url: str) -
     assert run is not None and run.status == "done" and run.config == {"k": "v"}
 
 
-def test_scenario_run_and_resume_on_each_database(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  bqas_home: Path) -> None:
+def test_scenario_run_and_resume_on_each_database(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bqas_home: Path
+) -> None:
     monkeypatch.setenv("BQAS_DATABASE_URL", store_url)
     from bqas.settings import get_settings
 
     get_settings.cache_clear()
     data = tmp_path / "d.jsonl"
-    data.write_text("".join(json.dumps({"id": f"x{i}", "user_input": "Erinnere mich an die Konferenz",
-                                        "detected_intent": "reminder", "response": "Mache ich.",
-                                        "expected_intent": "reminder"}) + "\n" for i in range(4)), encoding="utf-8")
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"x{i}",
+                    "user_input": "Erinnere mich an die Konferenz",
+                    "detected_intent": "reminder",
+                    "response": "Mache ich.",
+                    "expected_intent": "reminder",
+                }
+            )
+            + "\n"
+            for i in range(4)
+        ),
+        encoding="utf-8",
+    )
     scenario = tmp_path / "s.yaml"
-    scenario.write_text(f"name: store-{secrets.token_hex(3)}\njudges: [voice]\ndataset: {data.name}\n", encoding="utf-8")
+    scenario.write_text(
+        f"name: store-{secrets.token_hex(3)}\njudges: [voice]\ndataset: {data.name}\n", encoding="utf-8"
+    )
     runner = CliRunner()
     assert runner.invoke(app, ["run", str(scenario), "--no-progress", "--out", str(tmp_path / "o")]).exit_code == 0
     run_id = json.loads(runner.invoke(app, ["runs", "--json"]).output)[0]["id"]

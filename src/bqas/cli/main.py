@@ -151,8 +151,20 @@ def run_cmd(
     """
     from bqas.cli.run import run_scenario
 
-    run_scenario(scenario, out, resume, backend, language, concurrency, base_url, model, structured_output,
-                 no_cache, baseline, progress)
+    run_scenario(
+        scenario,
+        out,
+        resume,
+        backend,
+        language,
+        concurrency,
+        base_url,
+        model,
+        structured_output,
+        no_cache,
+        baseline,
+        progress,
+    )
 
 
 @app.command("runs")

@@ -37,12 +37,30 @@ def print_summary(summary: dict[str, Any], thresholds: list[dict[str, Any]], tit
     for col in ("dimension", "n", "mean", "std", "min", "max", "pass/fail", "not measured", "backend"):
         dims.add_column(col, justify="right" if col not in ("dimension", "backend") else "left")
     comp = summary["composite"]
-    dims.add_row("composite", str(comp["n"]), _f(comp["mean"]), _f(comp["std"]), _f(comp["min"]), _f(comp["max"]),
-                 "", str(summary["partial"]) + " partial", "")
+    dims.add_row(
+        "composite",
+        str(comp["n"]),
+        _f(comp["mean"]),
+        _f(comp["std"]),
+        _f(comp["min"]),
+        _f(comp["max"]),
+        "",
+        str(summary["partial"]) + " partial",
+        "",
+    )
     for name, d in summary["dimensions"].items():
         gates = f"{d['pass']}/{d['fail']}" if d["pass"] or d["fail"] else ""
-        dims.add_row(name, str(d["n"]), _f(d["mean"]), _f(d["std"]), _f(d["min"]), _f(d["max"]), gates,
-                     str(d["not_measured"]), ", ".join(d["backends"]))
+        dims.add_row(
+            name,
+            str(d["n"]),
+            _f(d["mean"]),
+            _f(d["std"]),
+            _f(d["min"]),
+            _f(d["max"]),
+            gates,
+            str(d["not_measured"]),
+            ", ".join(d["backends"]),
+        )
     console.print(dims)
     cost = summary.get("cost_usd")
     console.print(
@@ -55,7 +73,9 @@ def print_summary(summary: dict[str, Any], thresholds: list[dict[str, Any]], tit
         for col in ("gate", "expected", "actual", "result"):
             th.add_column(col)
         for t in thresholds:
-            th.add_row(t["name"], str(t["expected"]), str(t["actual"]), "[green]met[/]" if t["passed"] else "[red]MISSED[/]")
+            th.add_row(
+                t["name"], str(t["expected"]), str(t["actual"]), "[green]met[/]" if t["passed"] else "[red]MISSED[/]"
+            )
         console.print(th)
 
 
@@ -63,9 +83,20 @@ def _f(value: Any) -> str:
     return "–" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
-def run_scenario(scenario: Path | None, out: Path | None, resume: str | None, backend: str | None,
-                 language: str | None, concurrency: int | None, base_url: str | None, model: str | None,
-                 structured_output: str | None, no_cache: bool, baseline: str | None, progress: bool) -> None:
+def run_scenario(
+    scenario: Path | None,
+    out: Path | None,
+    resume: str | None,
+    backend: str | None,
+    language: str | None,
+    concurrency: int | None,
+    base_url: str | None,
+    model: str | None,
+    structured_output: str | None,
+    no_cache: bool,
+    baseline: str | None,
+    progress: bool,
+) -> None:
     """Implementation of ``bqas run``."""
     from bqas.runner.run import RunRequest, execute
     from bqas.settings import get_settings
@@ -74,10 +105,17 @@ def run_scenario(scenario: Path | None, out: Path | None, resume: str | None, ba
         typer.echo(f"error: --backend: expected auto, llm or offline, got {backend!r}", err=True)
         raise typer.Exit(2)
     request = RunRequest(
-        scenario_path=scenario, resume=resume, out_dir=out, backend=backend, language=language,
-        concurrency=concurrency, baseline=baseline, progress=progress,
-        overrides=LLMOverrides(base_url=base_url, model=model, structured_output=structured_output,
-                               cache=False if no_cache else None),
+        scenario_path=scenario,
+        resume=resume,
+        out_dir=out,
+        backend=backend,
+        language=language,
+        concurrency=concurrency,
+        baseline=baseline,
+        progress=progress,
+        overrides=LLMOverrides(
+            base_url=base_url, model=model, structured_output=structured_output, cache=False if no_cache else None
+        ),
     )
     try:
         store = _store()
@@ -104,9 +142,16 @@ def list_runs(limit: int, as_json: bool) -> None:
 
     runs = _store().list_runs(limit)
     rows = [
-        {"id": r.id, "kind": r.kind, "scenario": r.scenario, "status": r.status, "total": r.total,
-         "started_at": r.started_at.isoformat() if r.started_at else None,
-         "verdicts": (r.summary or {}).get("verdicts", {}), "pass_rate": (r.summary or {}).get("pass_rate")}
+        {
+            "id": r.id,
+            "kind": r.kind,
+            "scenario": r.scenario,
+            "status": r.status,
+            "total": r.total,
+            "started_at": r.started_at.isoformat() if r.started_at else None,
+            "verdicts": (r.summary or {}).get("verdicts", {}),
+            "pass_rate": (r.summary or {}).get("pass_rate"),
+        }
         for r in runs
     ]
     if as_json:
@@ -118,8 +163,9 @@ def list_runs(limit: int, as_json: bool) -> None:
     for row in rows:
         verdicts = " ".join(f"{k}={v}" for k, v in row["verdicts"].items())
         rate = "–" if row["pass_rate"] is None else f"{100 * row['pass_rate']:.1f} %"
-        table.add_row(row["id"], row["scenario"], row["status"], str(row["total"]), rate, verdicts,
-                      str(row["started_at"])[:19])
+        table.add_row(
+            row["id"], row["scenario"], row["status"], str(row["total"]), rate, verdicts, str(row["started_at"])[:19]
+        )
     Console().print(table)
 
 
@@ -136,11 +182,23 @@ def show_run(run_id: str, as_json: bool) -> None:
     thresholds = check_thresholds(summary, Thresholds.model_validate(run.config.get("thresholds") or {}))
     data = summary.as_dict((run.summary or {}).get("cost_usd"))
     if as_json:
-        typer.echo(json.dumps({"run_id": run.id, "scenario": run.scenario, "status": run.status,
-                               "summary": data, "thresholds": [t.as_dict() for t in thresholds]}, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "run_id": run.id,
+                    "scenario": run.scenario,
+                    "status": run.status,
+                    "summary": data,
+                    "thresholds": [t.as_dict() for t in thresholds],
+                },
+                indent=2,
+            )
+        )
         return
     done = store.count_results(run.id)
-    print_summary(data, [t.as_dict() for t in thresholds], f"run {run.id} — {run.scenario} ({run.status}, {done}/{run.total})")
+    print_summary(
+        data, [t.as_dict() for t in thresholds], f"run {run.id} — {run.scenario} ({run.status}, {done}/{run.total})"
+    )
 
 
 def compare(run_a: str, run_b: str, max_drop: float, max_worse: int | None, as_json: bool) -> None:
@@ -164,20 +222,36 @@ def compare(run_a: str, run_b: str, max_drop: float, max_worse: int | None, as_j
     if max_worse is not None and len(result.worse) > max_worse:
         regressed.append(f"{len(result.worse)} samples got a worse verdict (> {max_worse})")
     if as_json:
-        typer.echo(json.dumps({"a": a.id, "b": b.id, "matched": result.matched, "only_a": result.only_a,
-                               "only_b": result.only_b, "dimensions": [d.__dict__ for d in result.dimensions],
-                               "changes": result.changes, "regressions": regressed}, indent=2, ensure_ascii=False))
+        typer.echo(
+            json.dumps(
+                {
+                    "a": a.id,
+                    "b": b.id,
+                    "matched": result.matched,
+                    "only_a": result.only_a,
+                    "only_b": result.only_b,
+                    "dimensions": [d.__dict__ for d in result.dimensions],
+                    "changes": result.changes,
+                    "regressions": regressed,
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
     else:
         console = Console()
         table = Table(title=f"{b.id} vs {a.id} (B − A, paired over {result.matched} samples; 95 % bootstrap CI)")
         for col in ("dimension", "n", "mean A", "mean B", "Δ", "CI low", "CI high"):
             table.add_column(col)
         for d in result.dimensions:
-            table.add_row(d.name, str(d.n), f"{d.mean_a:.2f}", f"{d.mean_b:.2f}", f"{d.diff:+.2f}",
-                          _f(d.ci_low), _f(d.ci_high))
+            table.add_row(
+                d.name, str(d.n), f"{d.mean_a:.2f}", f"{d.mean_b:.2f}", f"{d.diff:+.2f}", _f(d.ci_low), _f(d.ci_high)
+            )
         console.print(table)
-        console.print(f"verdict changes: {len(result.changes)} ({len(result.worse)} worse); "
-                      f"only in A: {result.only_a}, only in B: {result.only_b}")
+        console.print(
+            f"verdict changes: {len(result.changes)} ({len(result.worse)} worse); "
+            f"only in A: {result.only_a}, only in B: {result.only_b}"
+        )
         for change in result.changes[:50]:
             console.print(f"  {change['key']}: {change['from']} → {change['to']} ({change['direction']})")
         for line in regressed:

@@ -533,4 +533,4 @@ def _is_false_boundary(candidate: str, following: str) -> bool:
         return True
     if re.fullmatch(r"\d{1,2}", last) and _ORDINAL_NEXT_RE.match(following.strip()):
         return True
-    return not following.strip() == "" and following.strip()[:1].islower()
+    return following.strip() != "" and following.strip()[:1].islower()

@@ -151,8 +151,23 @@ _NUM_RE = re.compile(
 )
 _LETTER_AFTER_RE = re.compile(r"[A-Za-zÄÖÜäöüß]")
 
-_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_ZH_NUM_RE = re.compile(r"[零〇一二两三四五六七八九十百千万亿]{2,}(?=[位个名人年岁元米吨克次座条种件天岁月日号%％公千])")
+_ZH_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
+_ZH_NUM_RE = re.compile(
+    r"[零〇一二两三四五六七八九十百千万亿]{2,}(?=[位个名人年岁元米吨克次座条种件天岁月日号%％公千])"
+)
 
 _NUMBER_WORDS: dict[str, float] = {
     # context side only: numbers written as words (German/English)
@@ -322,7 +337,12 @@ _DATE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(\d{4})\s?年\s?(\d{1,2})\s?月\s?(\d{1,2})\s?[日号]"), "ymd"),
     (re.compile(r"(\d{4})\s?年\s?(\d{1,2})\s?月"), "ym"),
     (re.compile(r"(?<!\d)(\d{1,2})\s?月\s?(\d{1,2})\s?[日号]"), "md"),
-    (re.compile(rf"(?<!\d)(\d{{1,2}})(?:\.|st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ALT})\.?(?:,?\s+(\d{{4}}))?(?![a-zäöü])", re.I), "dMy"),
+    (
+        re.compile(
+            rf"(?<!\d)(\d{{1,2}})(?:\.|st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ALT})\.?(?:,?\s+(\d{{4}}))?(?![a-zäöü])", re.I
+        ),
+        "dMy",
+    ),
     (re.compile(rf"\b({_MONTH_ALT})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})(?!\d)", re.I), "Mdy"),
     (re.compile(rf"\b({_MONTH_ALT})\.?\s+(\d{{4}})(?!\d)", re.I), "My"),
 ]
@@ -640,7 +660,9 @@ def analyse_grounding(answer: str, facts: list[str], ctx: OfflineContext) -> Gro
     for c in checkable:
         missing = [f for f in c.facts if not f["supported"]]
         c.invented_fact = bool(missing)
-        sim_t, lex_t = (SIM_THRESHOLD_WITH_FACTS, LEX_THRESHOLD_WITH_FACTS) if c.facts else (SIM_THRESHOLD, LEX_THRESHOLD)
+        sim_t, lex_t = (
+            (SIM_THRESHOLD_WITH_FACTS, LEX_THRESHOLD_WITH_FACTS) if c.facts else (SIM_THRESHOLD, LEX_THRESHOLD)
+        )
         topical = (c.similarity or 0.0) >= sim_t or (c.lexical_overlap or 0.0) >= lex_t
         c.supported = not missing and topical
         if missing:

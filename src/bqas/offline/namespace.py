@@ -111,7 +111,13 @@ class Requester:
         if r.school_num is None and ns:
             r.school_num = _number(ns, _SCHOOL_IN)
         r.ns_canon = canonical(ns) if ns else ""
-        r.ns_shared = bool(ns) and (bool(_SHARED_RE.search(fold(ns))) or not _TEACHER_IN.search(ns))
+        # The requester's namespace is school-wide if it says so, or if it names no teacher at all (no
+        # teacher component and neither the teacher's number nor id in it).
+        ns_nums = {int(n) for n in re.findall(r"\d+", ns)}
+        names_teacher = bool(_TEACHER_IN.search(ns)) or (r.teacher_num is not None and r.teacher_num in ns_nums)
+        if t and canonical(t) in r.ns_canon:
+            names_teacher = True
+        r.ns_shared = bool(ns) and (bool(_SHARED_RE.search(fold(ns))) or not names_teacher)
         teacher_rx = [_GENERIC_TEACHER]
         school_rx = [_GENERIC_SCHOOL]
         ns_rx = [_GENERIC_NS]

@@ -159,7 +159,9 @@ def find_operator(name: str, table: Mapping[str, Operator]) -> Operator | None:
     if len(first) >= 4:
         for op in table.values():
             op_stem = stem(words(_key(op.name))[0])
-            if first == op_stem or (len(first) >= 5 and len(op_stem) >= 5 and (first.startswith(op_stem) or op_stem.startswith(first))):
+            if first == op_stem or (
+                len(first) >= 5 and len(op_stem) >= 5 and (first.startswith(op_stem) or op_stem.startswith(first))
+            ):
                 return op
     return None
 

@@ -12,6 +12,7 @@ on-topic but wrong or evasive answer still scores high.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,7 +39,7 @@ def map_piecewise(x: float, table: Sequence[tuple[float, float]]) -> float:
     """Piecewise-linear interpolation through ``table`` (sorted by x), clamped at both ends."""
     if x <= table[0][0]:
         return table[0][1]
-    for (x0, y0), (x1, y1) in zip(table, table[1:], strict=False):
+    for (x0, y0), (x1, y1) in itertools.pairwise(table):
         if x <= x1:
             return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
     return table[-1][1]

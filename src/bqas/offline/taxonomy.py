@@ -143,9 +143,7 @@ def parse_taxonomy(data: Any, source: str = "<taxonomy>") -> IntentTaxonomy:
                 raise _err(source, f"{key}.intents", f"invalid intent name {raw!r}")
             name = normalise_intent(raw)
             if name in category_of:
-                raise _err(
-                    source, f"{key}.intents", f"intent {name!r} already in category {category_of[name]!r}"
-                )
+                raise _err(source, f"{key}.intents", f"intent {name!r} already in category {category_of[name]!r}")
             category_of[name] = str(cat)
 
     descriptions: dict[str, dict[str, str]] = {}
@@ -247,13 +245,9 @@ def intent_taxonomy(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodRes
         note = None if detected in taxonomy else "exact match; intent not in taxonomy"
         return MethodResult(100.0, "taxonomy:exact", note=note, details={**details, "relation": "exact"})
     if expected not in taxonomy:
-        return MethodResult(
-            None, method, note=f"expected intent {expected!r} not in taxonomy", details=details
-        )
+        return MethodResult(None, method, note=f"expected intent {expected!r} not in taxonomy", details=details)
     if detected not in taxonomy:
-        return MethodResult(
-            0.0, "taxonomy:wrong", note="not in taxonomy", details={**details, "relation": "wrong"}
-        )
+        return MethodResult(0.0, "taxonomy:wrong", note="not in taxonomy", details={**details, "relation": "wrong"})
     score, relation = taxonomy.score(detected, expected)
     details.update(
         relation=relation,

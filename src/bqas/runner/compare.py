@@ -60,8 +60,14 @@ def bootstrap_ci(diffs: list[float], *, confidence: float = 0.95, seed: int = 0)
     data = np.asarray(diffs, dtype=float)
     if np.all(data == data[0]):
         return float(data[0]), float(data[0])
-    res = bootstrap((data,), np.mean, confidence_level=confidence, n_resamples=2000, method="percentile",
-                    random_state=np.random.default_rng(seed))
+    res = bootstrap(
+        (data,),
+        np.mean,
+        confidence_level=confidence,
+        n_resamples=2000,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    )
     return round(float(res.confidence_interval.low), 4), round(float(res.confidence_interval.high), 4)
 
 
@@ -89,14 +95,24 @@ def compare_runs(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]])
         if verdict_a != verdict_b:
             rank_a = VERDICT_ORDER.get(str(verdict_a), 4)
             rank_b = VERDICT_ORDER.get(str(verdict_b), 4)
-            changes.append({"key": key, "from": verdict_a, "to": verdict_b,
-                            "direction": "worse" if rank_b > rank_a else "better"})
+            changes.append(
+                {"key": key, "from": verdict_a, "to": verdict_b, "direction": "worse" if rank_b > rank_a else "better"}
+            )
     dims = []
     for name in sorted(pairs, key=lambda n: (n != "composite_score", n)):
         values = pairs[name]
         diffs = [y - x for x, y in values]
         low, high = bootstrap_ci(diffs)
         n = len(values)
-        dims.append(DimensionDiff(name, n, round(sum(x for x, _ in values) / n, 4),
-                                  round(sum(y for _, y in values) / n, 4), round(sum(diffs) / n, 4), low, high))
+        dims.append(
+            DimensionDiff(
+                name,
+                n,
+                round(sum(x for x, _ in values) / n, 4),
+                round(sum(y for _, y in values) / n, 4),
+                round(sum(diffs) / n, 4),
+                low,
+                high,
+            )
+        )
     return Comparison(matched, len(base) - len(seen), only_b, dims, changes)

@@ -86,7 +86,9 @@ def _sample_meta(item: DatasetItem) -> dict[str, Any]:
     }
 
 
-def invalid_record(run_id: str, work: WorkItem, message: str, language: str | None, inputs: dict[str, Any]) -> dict[str, Any]:
+def invalid_record(
+    run_id: str, work: WorkItem, message: str, language: str | None, inputs: dict[str, Any]
+) -> dict[str, Any]:
     """The record of a sample that could not be judged because the sample itself is bad."""
     return {
         "run_id": run_id,

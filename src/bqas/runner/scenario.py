@@ -176,7 +176,9 @@ def load_scenario(path: Path) -> Scenario:
                 f"known: {', '.join(registry.names())}"
             )
         if registry.get(judge).kind == "generator":
-            raise ScenarioError(f"{path}:{_line_for(lines, ('judges', i))}: judges[{i}]: {judge!r} generates, it does not grade")
+            raise ScenarioError(
+                f"{path}:{_line_for(lines, ('judges', i))}: judges[{i}]: {judge!r} generates, it does not grade"
+            )
     if scenario.metrics:
         raise ScenarioError(
             f"{path}:{_line_for(lines, ('metrics',))}: metrics: RAGAS metrics are not available in this BQAS "

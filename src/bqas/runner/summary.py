@@ -37,8 +37,13 @@ class RunningStats:
     def as_dict(self) -> dict[str, Any]:
         if self.n == 0:
             return {"n": 0, "mean": None, "std": None, "min": None, "max": None}
-        return {"n": self.n, "mean": round(self.mean, 4), "std": round(self.std, 4),
-                "min": self.minimum, "max": self.maximum}
+        return {
+            "n": self.n,
+            "mean": round(self.mean, 4),
+            "std": round(self.std, 4),
+            "min": self.minimum,
+            "max": self.maximum,
+        }
 
 
 @dataclass
@@ -142,8 +147,13 @@ class RunSummary:
             "cost_usd": cost_usd,
             "latency_ms": self.latency.as_dict(),
             "dimensions": {
-                k: {**v.stats.as_dict(), "not_measured": v.not_measured, "pass": v.gates["pass"],
-                    "fail": v.gates["fail"], "backends": dict(v.backends)}
+                k: {
+                    **v.stats.as_dict(),
+                    "not_measured": v.not_measured,
+                    "pass": v.gates["pass"],
+                    "fail": v.gates["fail"],
+                    "backends": dict(v.backends),
+                }
                 for k, v in sorted(self.dimensions.items())
             },
         }
@@ -172,20 +182,27 @@ def check_thresholds(summary: RunSummary, thresholds: Thresholds) -> list[Thresh
     out: list[ThresholdResult] = []
 
     def at_least(name: str, expected: float, actual: float | None) -> None:
-        out.append(ThresholdResult(name, expected, None if actual is None else round(actual, 4),
-                                   actual is not None and actual >= expected))
+        out.append(
+            ThresholdResult(
+                name, expected, None if actual is None else round(actual, 4), actual is not None and actual >= expected
+            )
+        )
 
     if thresholds.min_pass_rate is not None:
         at_least("min_pass_rate", thresholds.min_pass_rate, summary.pass_rate)
     if thresholds.min_mean_composite is not None:
-        at_least("min_mean_composite", thresholds.min_mean_composite,
-                 summary.composite.mean if summary.composite.n else None)
+        at_least(
+            "min_mean_composite", thresholds.min_mean_composite, summary.composite.mean if summary.composite.n else None
+        )
     if thresholds.max_failed is not None:
         failed = summary.verdicts["failed"]
         out.append(ThresholdResult("max_failed", thresholds.max_failed, failed, failed <= thresholds.max_failed))
     if thresholds.max_unscored is not None:
-        out.append(ThresholdResult("max_unscored", thresholds.max_unscored, summary.unscored,
-                                   summary.unscored <= thresholds.max_unscored))
+        out.append(
+            ThresholdResult(
+                "max_unscored", thresholds.max_unscored, summary.unscored, summary.unscored <= thresholds.max_unscored
+            )
+        )
     for key, minimum in thresholds.dimensions.items():
         at_least(f"dimension {key}", minimum, summary.dimension_mean(key))
     return out

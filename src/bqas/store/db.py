@@ -52,10 +52,26 @@ class Store:
         return self.engine.dialect.name
 
     # -- runs ------------------------------------------------------------------------------------------
-    def create_run(self, run_id: str, scenario: str, config: dict[str, Any], *, kind: str = "scenario",
-                   scenario_path: str | None = None, total: int = 0) -> Run:
-        run = Run(id=run_id, kind=kind, scenario=scenario, scenario_path=scenario_path, config=config,
-                  status="running", total=total, started_at=now())
+    def create_run(
+        self,
+        run_id: str,
+        scenario: str,
+        config: dict[str, Any],
+        *,
+        kind: str = "scenario",
+        scenario_path: str | None = None,
+        total: int = 0,
+    ) -> Run:
+        run = Run(
+            id=run_id,
+            kind=kind,
+            scenario=scenario,
+            scenario_path=scenario_path,
+            config=config,
+            status="running",
+            total=total,
+            started_at=now(),
+        )
         with self.session.begin() as s:
             s.add(run)
         return run

@@ -1,0 +1,27 @@
+"""Start the scripted OpenAI-compatible server in its own process (so it does not share our GIL)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def scripted_server(latency: float, content: str) -> Iterator[str]:
+    """Yield the base URL of a scripted server answering ``content`` after ``latency`` seconds."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bqas.testing.scripted_llm", "--latency", str(latency), "--content", content],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"scripted server did not start: {line!r}")
+        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
