@@ -45,9 +45,7 @@ EXPECTED_JUDGES = frozenset(
 
 # A number or a range of numbers. Dash variants (hyphen, en/em dash, tilde) and spaces around the dash
 # are one notation; full-width digits are folded by NFKC before matching.
-_NUMBER_RE = re.compile(
-    r"(?<![\d.])(\d+(?:\.\d+)?)(?:\s*[-\u2010\u2011\u2012\u2013\u2014\u2212~]\s*(\d+(?:\.\d+)?))?"
-)
+_NUMBER_RE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)(?:\s*[-\u2010\u2011\u2012\u2013\u2014\u2212~]\s*(\d+(?:\.\d+)?))?")
 _JSON_KEY_RE = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:')
 _JSON_STRING_RE = re.compile(r'"[^"\n]*"(\s*:)?')
 _PLACEHOLDER_VALUE_RE = re.compile(r'"\{[A-Za-z_][A-Za-z0-9_]*\}"')
@@ -222,9 +220,7 @@ def enum_problems(texts: Mapping[str, str], schema: Mapping[str, Any]) -> list[s
     enums = enum_values(schema)
     problems = drift(texts, lambda text: enum_labels(text, enums), "enum list items")
     for lang, text in texts.items():
-        problems.extend(
-            f"'{lang}': enum value {v!r} is missing" for v in sorted(enums) if not word_count(text, v)
-        )
+        problems.extend(f"'{lang}': enum value {v!r} is missing" for v in sorted(enums) if not word_count(text, v))
     for word in sorted({"pass", "fail"} & enums):
         problems += drift(texts, functools.partial(_count_of, word), f"counts of {word!r}")
     return problems
@@ -393,9 +389,7 @@ def test_checkers_catch_reordered_intent_list() -> None:
     texts = load_prompts("intent")
     schema = load_schema("intent")
     en = texts["en"]
-    swapped = (
-        en.replace("- reminder:", "- @@:").replace("- unknown:", "- reminder:").replace("- @@:", "- unknown:")
-    )
+    swapped = en.replace("- reminder:", "- @@:").replace("- unknown:", "- reminder:").replace("- @@:", "- unknown:")
     assert swapped != en
     assert enum_problems({**texts, "en": swapped}, schema)
     assert enum_problems({**texts, "en": en.replace("- quiz_generate: Create a quiz\n", "")}, schema)

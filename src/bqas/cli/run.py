@@ -170,8 +170,8 @@ def list_runs(limit: int, as_json: bool) -> None:
 
 
 def show_run(run_id: str, as_json: bool) -> None:
-    from bqas.runner.summary import check_thresholds, summarize
     from bqas.runner.scenario import Thresholds
+    from bqas.runner.summary import check_thresholds, summarize
 
     store = _store()
     run = store.find_run(run_id)

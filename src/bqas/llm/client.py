@@ -186,19 +186,18 @@ class LLMClient:
         ``accept`` decides whether the reply may be cached (the engine passes its validator), so a reply
         that failed validation is never replayed from the cache.
         """
-        params = {
-            "temperature": self.config.temperature,
-            "max_tokens": self.config.max_tokens,
-            "schema": schema,
-        }
-        key = cache_key(self.config.model, messages, params)
-        if use_cache and self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                self.usage.cache_hits += 1
-                return Completion(hit.text, hit.model, 0, 0, calls=0, cache_hit=True, mode=self._mode or "prompt")
+        key: str | None = None
+        if self.cache is not None:
+            # The key hashes the messages and the schema: only worth computing when a cache is in use.
+            params = {"temperature": self.config.temperature, "max_tokens": self.config.max_tokens, "schema": schema}
+            key = cache_key(self.config.model, messages, params)
+            if use_cache:
+                hit = self.cache.get(key)
+                if hit is not None:
+                    self.usage.cache_hits += 1
+                    return Completion(hit.text, hit.model, 0, 0, calls=0, cache_hit=True, mode=self._mode or "prompt")
         completion = await self._complete_uncached(messages, schema, schema_name)
-        if self.cache is not None and (accept is None or accept(completion.text)):
+        if self.cache is not None and key is not None and (accept is None or accept(completion.text)):
             self.cache.put(
                 key,
                 CachedReply(completion.text, completion.model, completion.prompt_tokens, completion.completion_tokens),

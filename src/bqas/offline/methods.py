@@ -68,6 +68,7 @@ _BUILTIN_MODULES = (
     "bqas.offline.grounding",
     "bqas.offline.operators",
     "bqas.offline.namespace",
+    "bqas.offline.coverage",
 )
 
 

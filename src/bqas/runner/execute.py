@@ -141,7 +141,8 @@ async def execute_run(
     """Judge all work items not in ``skip``; returns how many were judged in this call."""
     skip = skip or set()
     queue: asyncio.Queue[WorkItem | None] = asyncio.Queue(maxsize=concurrency * 2)
-    results: asyncio.Queue[tuple[str, int, dict[str, Any]] | None] = asyncio.Queue()
+    # Bounded: when the store falls behind, workers wait instead of piling results up in memory.
+    results: asyncio.Queue[tuple[str, int, dict[str, Any]] | None] = asyncio.Queue(maxsize=flush_every * 2)
     judged = 0
 
     async def produce() -> None:

@@ -88,7 +88,12 @@ def _engine_for(
         concurrency=o.concurrency or llm.concurrency,
         cache=o.cache,
     )
-    return build_engine(settings, backend=backend, language=request.language or scenario.language, overrides=overrides)
+    return build_engine(
+        settings,
+        backend=backend,  # type: ignore[arg-type]  # validated by the scenario model
+        language=request.language or scenario.language,
+        overrides=overrides,
+    )
 
 
 def _run_meta(

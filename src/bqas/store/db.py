@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import sessionmaker
 
 from bqas.store.models import ResultRow, Run
 
@@ -29,6 +29,13 @@ def migrate(url: str) -> None:
     cfg.set_main_option("script_location", str(resources.files("bqas.store").joinpath("migrations")))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     command.upgrade(cfg, "head")
+
+
+def _dumps(value: Any) -> str:
+    # orjson is several times faster than json for the result records written on every judgment.
+    import orjson
+
+    return orjson.dumps(value).decode()
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -150,7 +157,7 @@ class Store:
                 ).all()
             if not rows:
                 return
-            for seq, record in rows:
+            for _seq, record in rows:
                 yield record
             last = rows[-1][0]
 
@@ -169,7 +176,7 @@ def open_store(url: str | None = None, *, home: Path | None = None) -> Store:
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     migrate(url)
-    engine = create_engine(url, future=True, pool_pre_ping=True)
+    engine = create_engine(url, future=True, pool_pre_ping=True, json_serializer=_dumps)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return Store(engine)

@@ -177,7 +177,9 @@ class ScriptedLLM:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", self._port))
         self._port = sock.getsockname()[1]
-        config = uvicorn.Config(self, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=1)
+        config = uvicorn.Config(
+            self, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=1
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()
