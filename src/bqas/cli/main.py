@@ -211,6 +211,27 @@ def compare_cmd(
     compare(run_a, run_b, max_drop, max_worse, as_json)
 
 
+# Command groups that live in their own modules. Each module defines ``register(app)`` and keeps its
+# heavy imports inside the command functions, so that `bqas --help` stays fast.
+_COMMAND_MODULES = ("bqas.cli.calibrate", "bqas.cli.synth", "bqas.cli.serve", "bqas.cli.prompts")
+
+
+def _register_command_modules() -> None:
+    import importlib
+
+    for name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(app)
+
+
+_register_command_modules()
+
+
 def main() -> None:
     app()
 
