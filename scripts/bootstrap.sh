@@ -16,6 +16,6 @@ if [ ! -x .venv/bin/uv ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==0.13.9"
 fi
 extras=()
-if [ "${1:-}" = "--dev" ]; then extras=(--extra dev); fi
+if [ "${1:-}" = "--dev" ]; then extras=(--extra dev --extra ragas); fi
 # --inexact keeps uv itself (and anything else already there) in the venv; --frozen installs exactly the lock.
 UV_PYTHON_DOWNLOADS=never .venv/bin/uv sync --frozen --inexact --quiet --python .venv/bin/python "${extras[@]}"
