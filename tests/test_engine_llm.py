@@ -170,3 +170,21 @@ async def test_missing_field_is_invalid_sample(scripted_llm: ScriptedLLM) -> Non
 async def test_unknown_language_is_an_error(scripted_llm: ScriptedLLM) -> None:
     with pytest.raises(ValueError, match="unknown language 'fr'"):
         await _judge(_engine(scripted_llm), language="fr")
+
+
+@pytest.mark.parametrize(
+    ("language", "reasoning", "mismatch"),
+    [
+        ("de", "Die Antwort ist korrekt und passt gut zur Anfrage der Lehrkraft.", False),
+        ("de", "The answer is correct and fits the teacher's request well.", True),
+        ("zh", "回答正确，完全符合教师的请求。", False),
+        ("en", "Die Antwort ist korrekt und passt gut zur Anfrage der Lehrkraft.", True),
+    ],
+)
+async def test_reasoning_in_another_language_is_flagged(
+    scripted_llm: ScriptedLLM, language: str, reasoning: str, mismatch: bool
+) -> None:
+    scripted_llm.push(Reply(content=json.dumps({**GOOD, "reasoning": reasoning})))
+    rec = await _judge(_engine(scripted_llm), language=language)
+    assert rec["reasoning_language_mismatch"] is mismatch
+    assert any("reasoning came back" in w for w in rec["warnings"]) is mismatch  # type: ignore[union-attr]

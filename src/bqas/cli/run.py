@@ -25,6 +25,8 @@ def print_summary(summary: dict[str, Any], thresholds: list[dict[str, Any]], tit
     from rich.table import Table
 
     console = Console()
+    if not console.is_terminal:  # a CI log: wide enough that dimension names are not cut
+        console = Console(width=150)
     table = Table(title=title)
     table.add_column("verdict")
     table.add_column("count", justify="right")

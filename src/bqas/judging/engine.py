@@ -163,6 +163,19 @@ class JudgeEngine:
         result.unscored_reason = "judge reply failed validation twice: " + "; ".join(outcome.errors)
         return None
 
+    @staticmethod
+    def _check_reasoning_language(result: JudgmentResult) -> None:
+        """Flag reasoning written in another language than the prompt asked for (too short: not judged)."""
+        from bqas.offline._textutil import detect_language
+
+        text, asked = result.reasoning or "", result.prompt_language or result.language
+        if len(text.split()) < 4 and len(text) < 12:
+            return
+        result.reasoning_language = detect_language(text, default=asked)
+        if result.reasoning_language != asked:
+            result.reasoning_language_mismatch = True
+            result.warnings.append(f"reasoning came back in {result.reasoning_language}; the prompt asked for {asked}")
+
     def _combine(
         self,
         spec: JudgeSpec,
@@ -208,6 +221,7 @@ class JudgeEngine:
                 result.outputs[name] = prov.value
         if llm_data is not None:
             result.reasoning = str(llm_data.get("reasoning") or "") or None
+            self._check_reasoning_language(result)
             for name, value in llm_data.items():
                 if name in spec.dimensions and spec.dimensions[name].kind not in ("score", "gate", "text"):
                     result.outputs[name] = value

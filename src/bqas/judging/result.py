@@ -43,6 +43,8 @@ class JudgmentResult(BaseModel):
     escalation: str | None = None
     escalation_reasons: list[str] = Field(default_factory=list)
     reasoning: str | None = None
+    reasoning_language: str | None = None  # detected language of an LLM's reasoning
+    reasoning_language_mismatch: bool = False  # the judge wrote in another language than its prompt's
     unscored_reason: str | None = None
     outputs: dict[str, Any] = Field(default_factory=dict)  # non-graded outputs (labels, lists)
     prompt_id: str | None = None

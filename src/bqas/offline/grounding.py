@@ -606,7 +606,7 @@ def _build_context(facts: list[str]) -> _Context:
     )
 
 
-def _check_claim_facts(claim: ClaimCheck, language: str, ctx: _Context) -> None:
+def _check_claim_facts(claim: ClaimCheck, language: str, ctx: _Context, query: _Context | None = None) -> None:
     text = _normalise_spacing(claim.text)
     dates, masked = extract_dates(text)
     for d in dates:
@@ -622,24 +622,32 @@ def _check_claim_facts(claim: ClaimCheck, language: str, ctx: _Context) -> None:
     for e in extract_entities(masked, language):
         if e in quoted:
             continue
-        claim.facts.append({"kind": "entity", "text": e, "supported": text_supported(e, ctx.norm, ctx.word_set)})
+        # A name the user asked about ("MAGNETOM Vida") may be restated; numbers and dates may not.
+        ok = text_supported(e, ctx.norm, ctx.word_set) or (
+            query is not None and text_supported(e, query.norm, query.word_set)
+        )
+        claim.facts.append({"kind": "entity", "text": e, "supported": ok})
 
 
-def analyse_grounding(answer: str, facts: list[str], ctx: OfflineContext) -> GroundingAnalysis:
-    """Split ``answer`` into claims and check each against ``facts`` (cached per answer/facts in ``ctx``)."""
-    cache: dict[tuple[str, tuple[str, ...]], GroundingAnalysis] = ctx.resources.setdefault("grounding_cache", {})
-    key = (answer, tuple(facts))
+def analyse_grounding(answer: str, facts: list[str], ctx: OfflineContext, query: str = "") -> GroundingAnalysis:
+    """Split ``answer`` into claims and check each against ``facts`` (cached per answer/facts in ``ctx``).
+
+    Entities named in ``query`` (the user's question) also count as supported: restating what was asked
+    about is not an invention. Numbers and dates must come from the facts."""
+    cache: dict[tuple[str, tuple[str, ...], str], GroundingAnalysis] = ctx.resources.setdefault("grounding_cache", {})
+    key = (answer, tuple(facts), query)
     if key in cache:
         return cache[key]
     language = detect_language(answer, default=ctx.language)
     context = _build_context(facts)
+    query_ctx = _build_context([query]) if query.strip() else None
     claims: list[ClaimCheck] = []
     for sent in split_sentences(answer)[:_MAX_CLAIMS]:
         is_question = sent.rstrip().endswith(("?", "？"))
         stems = content_stems(sent)
         claim = ClaimCheck(sent, checkable=not is_question)
         if claim.checkable:
-            _check_claim_facts(claim, language, context)
+            _check_claim_facts(claim, language, context, query_ctx)
             if not claim.facts and len(stems) < 2:
                 claim.checkable = False
         if not claim.checkable:
@@ -681,19 +689,19 @@ def analyse_grounding(answer: str, facts: list[str], ctx: OfflineContext) -> Gro
     return analysis
 
 
-def _inputs(inputs: Mapping[str, Any]) -> tuple[str, list[str]]:
-    return as_text(inputs.get("answer")), as_list(inputs.get("facts"), split_commas=False)
+def _inputs(inputs: Mapping[str, Any]) -> tuple[str, list[str], str]:
+    return as_text(inputs.get("answer")), as_list(inputs.get("facts"), split_commas=False), as_text(inputs.get("query"))
 
 
 @offline_method("claim_grounding")
 def claim_grounding(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
     """grounding_score 0-100: share of the answer's checkable claims supported by the facts."""
-    answer, facts = _inputs(inputs)
+    answer, facts, query = _inputs(inputs)
     if not facts:
         return MethodResult(None, "claims", note="no facts to check against")
     if not answer:
         return MethodResult(None, "claims", note="empty answer")
-    analysis = analyse_grounding(answer, facts, ctx)
+    analysis = analyse_grounding(answer, facts, ctx, query)
     checkable = analysis.checkable
     method = f"claims+embedding:{analysis.embedder}"
     if not checkable:
@@ -707,12 +715,12 @@ def claim_grounding(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodRes
 @offline_method("claim_invention_gate")
 def claim_invention_gate(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
     """invention_detection pass/fail: fail if a claim has a number/date/entity/quote not in the facts."""
-    answer, facts = _inputs(inputs)
+    answer, facts, query = _inputs(inputs)
     if not facts:
         return MethodResult(None, "claims:facts", note="no facts to check against")
     if not answer:
         return MethodResult("pass", "claims:facts", note="empty answer: nothing claimed")
-    analysis = analyse_grounding(answer, facts, ctx)
+    analysis = analyse_grounding(answer, facts, ctx, query)
     invented = [
         {"claim": c.text, "unsupported": [f for f in c.facts if not f["supported"]]}
         for c in analysis.checkable
@@ -731,12 +739,12 @@ def claim_invention_gate(inputs: Mapping[str, Any], ctx: OfflineContext) -> Meth
 @offline_method("unsupported_claims")
 def unsupported_claims(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
     """hallucinated_claims: texts of the checkable claims that are not supported by the facts."""
-    answer, facts = _inputs(inputs)
+    answer, facts, query = _inputs(inputs)
     if not facts:
         return MethodResult(None, "claims", note="no facts to check against")
     if not answer:
         return MethodResult([], "claims", note="empty answer")
-    analysis = analyse_grounding(answer, facts, ctx)
+    analysis = analyse_grounding(answer, facts, ctx, query)
     bad = [c for c in analysis.checkable if not c.supported]
     return MethodResult(
         [c.text for c in bad],

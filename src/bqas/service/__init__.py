@@ -1,0 +1,1 @@
+"""The BQAS scoring service: FastAPI app, durable jobs, tenants and limits (see docs/service.md)."""

@@ -1,0 +1,42 @@
+"""Settings of the scoring service (environment ``BQAS_*``; the CLI flags of ``bqas serve`` win)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+JUDGE_LANGUAGES: tuple[str, ...] = ("en", "zh")
+
+
+class ServiceSettings(BaseSettings):
+    """Limits, job and tenant settings of ``bqas serve`` / ``bqas worker``."""
+
+    model_config = SettingsConfigDict(env_prefix="BQAS_", extra="ignore")
+
+    # Backend used when a request names none.
+    service_backend: Literal["offline", "llm", "auto"] = "auto"
+    # Public URL written into the OpenAPI ``servers`` (Dify needs one); None: the listening address.
+    public_url: str | None = None
+    # Limits.
+    max_body_bytes: int = Field(default=1_000_000, ge=1)
+    max_turns: int = Field(default=50, ge=1)
+    # Token bucket per tenant and per process: ``rate_limit`` requests per second, bursts of ``rate_burst``.
+    # 0 switches the limit off.
+    rate_limit: float = Field(default=50.0, ge=0)
+    rate_burst: int = Field(default=100, ge=1)
+    # Seconds a client is told to wait (Retry-After) when the LLM cannot be reached.
+    llm_retry_after: int = Field(default=30, ge=1)
+    # Jobs.
+    job_retries: int = Field(default=3, ge=0)  # extra attempts of a turn whose LLM was unavailable
+    job_retry_delay: float = Field(default=2.0, ge=0)  # seconds before the first retry; doubles each time
+    job_lease_seconds: float = Field(default=30.0, gt=0)
+    job_poll_seconds: float = Field(default=0.5, gt=0)
+    worker_concurrency: int = Field(default=4, ge=1)  # jobs processed at once per process
+    turn_concurrency: int = Field(default=4, ge=1)  # turns of one job scored at once
+    # Tenants: keys in the store (``bqas keys create``) and, optionally, a YAML file {tenant: [key, ...]}.
+    api_keys_file: Path | None = None
+    # Mask PII (bqas.offline.pii) in everything the service stores.
+    redact_pii: bool = False

@@ -1,0 +1,346 @@
+"""Tables and queries of the scoring service: API keys (hashed), durable jobs and their per-turn results.
+
+Jobs are claimed by one worker at a time and carry a lease (``lease_owner``, ``lease_until`` in epoch
+seconds) that the worker renews while it works; a job whose lease ran out (its worker died) is claimed
+again. Per-turn results are keyed by ``(job_id, seq)``: a reclaimed job skips turns already stored and a
+second insert of the same turn is ignored, so no turn is lost and none is stored twice.
+
+Claiming: ``SELECT … FOR UPDATE SKIP LOCKED`` on PostgreSQL (many workers, one database); on SQLite a
+single atomic ``UPDATE … WHERE status = 'queued' …`` (SQLite has one writer at a time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Mapped, mapped_column
+
+from bqas.store.db import Store, now
+from bqas.store.models import Base
+
+JOB_STATUSES: tuple[str, ...] = ("queued", "running", "done", "failed")
+KEY_PREFIX = "bqas_"
+
+
+class ApiKey(Base):
+    """An API key of a tenant. Only the SHA-256 of the key is stored (keys are 256-bit random tokens)."""
+
+    __tablename__ = "service_api_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tenant: Mapped[str] = mapped_column(String(100), index=True)
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Job(Base):
+    """One asynchronous scoring job (a single sample or a session of turns) of one tenant."""
+
+    __tablename__ = "service_jobs"
+    __table_args__ = (Index("ix_service_jobs_claim", "status", "lease_until"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(100), index=True)
+    kind: Mapped[str] = mapped_column(String(20))  # "score" or "session"
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    total: Mapped[int] = mapped_column(Integer, default=1)
+    done: Mapped[int] = mapped_column(Integer, default=0)
+    claims: Mapped[int] = mapped_column(Integer, default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    lease_until: Mapped[float | None] = mapped_column(Float, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    aggregate: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class JobItem(Base):
+    """The result records of one turn of a job; ``(job_id, seq)`` is unique."""
+
+    __tablename__ = "service_job_items"
+    __table_args__ = (UniqueConstraint("job_id", "seq", name="uq_service_job_items_job_seq"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(String(64), ForeignKey("service_jobs.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    records: Mapped[dict[str, Any]] = mapped_column(JSON)  # {"turn": seq, "results": [record, ...]}
+    worker: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+@dataclass(frozen=True)
+class JobView:
+    """A job as read from the store (detached from any session)."""
+
+    id: str
+    tenant: str
+    kind: str
+    status: str
+    request: dict[str, Any]
+    total: int
+    done: int
+    claims: int
+    error: str | None
+    aggregate: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+
+def _view(job: Job) -> JobView:
+    return JobView(
+        id=job.id,
+        tenant=job.tenant,
+        kind=job.kind,
+        status=job.status,
+        request=job.request,
+        total=job.total,
+        done=job.done,
+        claims=job.claims,
+        error=job.error,
+        aggregate=job.aggregate,
+        created_at=job.created_at,
+        updated_at=job.updated_at,
+        finished_at=job.finished_at,
+    )
+
+
+# -- API keys ------------------------------------------------------------------------------------------
+def hash_key(key: str) -> str:
+    """SHA-256 hex of an API key (a fast hash suffices: keys are random 256-bit tokens, not passwords)."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def create_api_key(store: Store, tenant: str) -> str:
+    """Create a key for ``tenant``, store its hash and return the key (shown once, never stored)."""
+    tenant = tenant.strip()
+    if not tenant or len(tenant) > 100:
+        raise ValueError("tenant: expected 1-100 characters")
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    with store.session.begin() as s:
+        s.add(ApiKey(tenant=tenant, key_hash=hash_key(key), prefix=key[:12], created_at=now()))
+    return key
+
+
+def tenant_for_key(store: Store, key: str) -> str | None:
+    """The tenant of a valid, unrevoked key, or None."""
+    with store.session() as s:
+        row = s.scalars(
+            select(ApiKey.tenant).where(ApiKey.key_hash == hash_key(key), ApiKey.revoked_at.is_(None))
+        ).first()
+    return row
+
+
+def list_api_keys(store: Store) -> list[dict[str, Any]]:
+    """Every key's tenant, prefix and dates (never the key)."""
+    with store.session() as s:
+        rows = s.scalars(select(ApiKey).order_by(ApiKey.tenant, ApiKey.created_at)).all()
+        return [
+            {
+                "tenant": r.tenant,
+                "prefix": r.prefix,
+                "created_at": r.created_at.isoformat(),
+                "revoked": r.revoked_at is not None,
+            }
+            for r in rows
+        ]
+
+
+def revoke_api_keys(store: Store, prefix: str) -> int:
+    """Revoke the keys whose shown prefix starts with ``prefix``; returns how many."""
+    with store.session.begin() as s:
+        result = s.execute(
+            update(ApiKey)
+            .where(ApiKey.prefix.startswith(prefix), ApiKey.revoked_at.is_(None))
+            .values(revoked_at=now())
+        )
+        return int(getattr(result, "rowcount", 0) or 0)
+
+
+# -- jobs ----------------------------------------------------------------------------------------------
+def new_job_id() -> str:
+    return "j-" + secrets.token_hex(12)
+
+
+def create_job(store: Store, tenant: str, kind: str, request: dict[str, Any], total: int) -> str:
+    """Queue a job and return its id."""
+    job_id = new_job_id()
+    stamp = now()
+    with store.session.begin() as s:
+        s.add(
+            Job(
+                id=job_id,
+                tenant=tenant,
+                kind=kind,
+                status="queued",
+                request=request,
+                total=total,
+                done=0,
+                claims=0,
+                created_at=stamp,
+                updated_at=stamp,
+            )
+        )
+    return job_id
+
+
+def get_job(store: Store, job_id: str, tenant: str | None = None) -> JobView | None:
+    """A job by id; with ``tenant``, None unless the job belongs to that tenant."""
+    with store.session() as s:
+        job = s.get(Job, job_id)
+        if job is None or (tenant is not None and job.tenant != tenant):
+            return None
+        return _view(job)
+
+
+def _claimable(at: float) -> Any:
+    return or_(Job.status == "queued", (Job.status == "running") & (Job.lease_until < at))
+
+
+def claim_job(store: Store, worker: str, lease_seconds: float) -> JobView | None:
+    """Claim the oldest queued job (or one whose lease expired) for ``worker``; None when there is none."""
+    at = time.time()
+    until = at + lease_seconds
+    if store.dialect == "postgresql":
+        with store.session.begin() as s:
+            job = s.scalars(
+                select(Job).where(_claimable(at)).order_by(Job.created_at).limit(1).with_for_update(skip_locked=True)
+            ).first()
+            if job is None:
+                return None
+            job.status, job.lease_owner, job.lease_until = "running", worker, until
+            job.claims += 1
+            job.updated_at = now()
+            return _view(job)
+    # SQLite: one statement; the WHERE is re-checked under SQLite's write lock, so two claimers never win
+    # the same row.
+    oldest = select(Job.id).where(_claimable(at)).order_by(Job.created_at).limit(1).scalar_subquery()
+    stmt = (
+        update(Job)
+        .where(Job.id == oldest, _claimable(at))
+        .values(status="running", lease_owner=worker, lease_until=until, claims=Job.claims + 1, updated_at=now())
+        .returning(Job.id)
+    )
+    with store.session.begin() as s:
+        claimed = s.execute(stmt).scalar()
+    return get_job(store, claimed) if claimed else None
+
+
+def renew_lease(store: Store, job_id: str, worker: str, lease_seconds: float) -> bool:
+    """Extend the lease; False when ``worker`` no longer holds the job (it was reclaimed or finished)."""
+    with store.session.begin() as s:
+        result = s.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.lease_owner == worker, Job.status == "running")
+            .values(lease_until=time.time() + lease_seconds)
+        )
+        return bool(getattr(result, "rowcount", 0))
+
+
+def add_item(store: Store, job_id: str, seq: int, records: dict[str, Any], worker: str) -> bool:
+    """Store one turn's records; False (and nothing written) when the turn is already stored."""
+    insert = pg_insert if store.dialect == "postgresql" else sqlite_insert
+    stmt = (
+        insert(JobItem)
+        .values(job_id=job_id, seq=seq, records=records, worker=worker, created_at=now())
+        .on_conflict_do_nothing(index_elements=["job_id", "seq"])
+        .returning(JobItem.id)
+    )
+    with store.session.begin() as s:
+        inserted = s.execute(stmt).first() is not None
+        count = s.scalar(select(func.count()).select_from(JobItem).where(JobItem.job_id == job_id)) or 0
+        s.execute(update(Job).where(Job.id == job_id).values(done=int(count), updated_at=now()))
+    return inserted
+
+
+def done_seqs(store: Store, job_id: str) -> set[int]:
+    with store.session() as s:
+        return set(s.scalars(select(JobItem.seq).where(JobItem.job_id == job_id)))
+
+
+def job_items(store: Store, job_id: str) -> list[dict[str, Any]]:
+    """The stored turns of a job in order."""
+    with store.session() as s:
+        return list(s.scalars(select(JobItem.records).where(JobItem.job_id == job_id).order_by(JobItem.seq)))
+
+
+def item_rows(store: Store, job_id: str) -> Sequence[tuple[int, str | None]]:
+    """(seq, worker) of every stored turn, for tests and diagnostics."""
+    with store.session() as s:
+        return [
+            (int(a), b)
+            for a, b in s.execute(
+                select(JobItem.seq, JobItem.worker).where(JobItem.job_id == job_id).order_by(JobItem.seq)
+            ).all()
+        ]
+
+
+def finish_job(
+    store: Store,
+    job_id: str,
+    worker: str,
+    *,
+    status: str,
+    error: str | None = None,
+    aggregate: dict[str, Any] | None = None,
+    request: dict[str, Any] | None = None,
+) -> bool:
+    """Mark a job done or failed (only by the worker holding it); ``request`` replaces the stored one."""
+    values: dict[str, Any] = {
+        "status": status,
+        "error": error,
+        "aggregate": aggregate,
+        "lease_owner": None,
+        "lease_until": None,
+        "updated_at": now(),
+        "finished_at": now(),
+    }
+    if request is not None:
+        values["request"] = request
+    with store.session.begin() as s:
+        result = s.execute(
+            update(Job).where(Job.id == job_id, Job.lease_owner == worker, Job.status == "running").values(**values)
+        )
+        return bool(getattr(result, "rowcount", 0))
+
+
+def count_jobs(store: Store, status: str | None = None) -> int:
+    with store.session() as s:
+        q = select(func.count()).select_from(Job)
+        if status is not None:
+            q = q.where(Job.status == status)
+        return int(s.scalar(q) or 0)
+
+
+def ping(store: Store) -> None:
+    """Raise when the database cannot be reached."""
+    with store.engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
