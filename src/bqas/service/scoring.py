@@ -1,0 +1,202 @@
+"""Scoring for the service: check a request against the judges, run judges and RAGAS metrics, aggregate.
+
+One :class:`Scorer` per process holds one engine per backend (and so one LLM client with its connection
+pool and cache). RAGAS metrics come from ``bqas.ragas.api.score_sample`` when that module is importable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from bqas.judging.engine import InvalidSample, JudgeEngine, check_inputs
+from bqas.judging.factory import build_engine
+from bqas.service.config import ServiceSettings
+from bqas.service.metrics import ServiceMetrics
+from bqas.settings import Settings
+
+UNAVAILABLE = "LLM unavailable"
+# Worst first; "unscored" (needs a person) ranks between failed and needs_review.
+VERDICT_RANK: dict[str, int] = {"failed": 0, "unscored": 1, "needs_review": 2, "production_ready": 3}
+
+
+class RequestProblem(ValueError):
+    """A request that cannot be scored; ``loc`` is the field path (as in FastAPI's 422 answers)."""
+
+    def __init__(self, loc: Sequence[str | int], message: str):
+        super().__init__(message)
+        self.loc = tuple(loc)
+        self.message = message
+
+
+class LLMUnavailable(RuntimeError):
+    """The LLM could not be reached for at least one judgment (the engine returned an unscored result)."""
+
+    def __init__(self, reason: str, records: list[dict[str, Any]]):
+        super().__init__(reason)
+        self.reason = reason
+        self.records = records
+
+
+@dataclass
+class ScoreCall:
+    """Everything one scoring call needs (one sample or one turn)."""
+
+    fields: dict[str, Any]
+    judges: list[str]
+    metrics: list[str]
+    language: str | None
+    judge_language: str
+    response_id: str
+    backend: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def ragas_api() -> ModuleType | None:
+    """The RAGAS scoring module, or None when it (or RAGAS itself) is not installed."""
+    try:
+        return importlib.import_module("bqas.ragas.api")
+    except ImportError:
+        return None
+
+
+class Scorer:
+    """Judges samples for the API and the job workers."""
+
+    def __init__(self, settings: Settings, service: ServiceSettings, metrics: ServiceMetrics | None = None):
+        self.settings = settings
+        self.service = service
+        self.metrics = metrics
+        self._engines: dict[str, JudgeEngine] = {}
+
+    def engine(self, backend: str) -> JudgeEngine:
+        """The engine for ``backend`` (built once); RequestProblem when the server cannot provide it."""
+        engine = self._engines.get(backend)
+        if engine is None:
+            try:
+                engine = build_engine(self.settings, backend=backend)  # type: ignore[arg-type]
+            except ValueError as exc:
+                raise RequestProblem(("body", "backend"), f"backend {backend!r} is not available here: {exc}") from None
+            self._engines[backend] = engine
+        return engine
+
+    async def aclose(self) -> None:
+        for engine in self._engines.values():
+            if engine.llm is not None:
+                await engine.llm.aclose()
+        self._engines.clear()
+
+    def check(self, fields: Mapping[str, Any], judges: Sequence[str], metrics: Sequence[str], backend: str,
+              loc: Sequence[str | int] = ("body",)) -> None:
+        """Raise RequestProblem (with the field path) unless every judge and metric can score ``fields``."""
+        engine = self.engine(backend)
+        for i, name in enumerate(judges):
+            try:
+                spec = engine.registry.get(name)
+            except KeyError as exc:
+                raise RequestProblem(("body", "judges", i), str(exc).strip('"')) from None
+            if spec.kind == "generator":
+                raise RequestProblem(("body", "judges", i), f"judge {name!r} generates test inputs; it does not grade")
+            try:
+                check_inputs(spec, fields)
+            except InvalidSample as exc:
+                raise RequestProblem((*loc, "sample", exc.field), str(exc)) from None
+        if metrics and ragas_api() is None:
+            raise RequestProblem(
+                ("body", "metrics"),
+                "RAGAS metrics are not available on this server (module bqas.ragas.api cannot be imported; "
+                "install the ragas extra). Use BQAS judges in 'judges' instead.",
+            )
+
+    async def score(self, call: ScoreCall) -> list[dict[str, Any]]:
+        """Result records, one per judge then one per metric. Raises LLMUnavailable, RequestProblem."""
+        engine = self.engine(call.backend)
+        try:
+            results = await asyncio.gather(
+                *(
+                    engine.evaluate(judge, call.fields, response_id=call.response_id, language=call.language)
+                    for judge in call.judges
+                )
+            )
+        except InvalidSample as exc:
+            raise RequestProblem(("body", "sample", exc.field), str(exc)) from None
+        records = [r.to_record() for r in results]
+        if call.metrics:
+            records.extend(await self._ragas(engine, call))
+        if self.metrics is not None:
+            self.metrics.observe_records(records)
+        reasons = [str(r.get("unscored_reason")) for r in records if str(r.get("unscored_reason") or "").startswith(UNAVAILABLE)]
+        if reasons:
+            raise LLMUnavailable(reasons[0], records)
+        return records
+
+    async def _ragas(self, engine: JudgeEngine, call: ScoreCall) -> list[dict[str, Any]]:
+        api = ragas_api()
+        if api is None:
+            raise RequestProblem(("body", "metrics"), "RAGAS metrics are not available on this server")
+        out = api.score_sample(call.fields, list(call.metrics), llm=engine.llm, judge_language=call.judge_language)
+        if inspect.isawaitable(out):
+            out = await out
+        records: list[dict[str, Any]] = []
+        for item in out or []:
+            if hasattr(item, "to_record"):
+                records.append(item.to_record())
+            elif isinstance(item, Mapping):
+                records.append(dict(item))
+            else:
+                raise TypeError(f"bqas.ragas.api.score_sample returned {type(item).__name__}, expected records")
+        for record in records:
+            record.setdefault("response_id", call.response_id)
+        return records
+
+
+def aggregate(turns: Sequence[Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
+    """Session summary: mean composite over scored results, worst verdict, number of escalations."""
+    composites: list[float] = []
+    per_turn: list[float | None] = []
+    verdicts: list[str] = []
+    escalations = scored = unscored = results = 0
+    for records in turns:
+        values = [float(r["composite_score"]) for r in records if r.get("composite_score") is not None]
+        per_turn.append(round(sum(values) / len(values), 2) if values else None)
+        composites.extend(values)
+        for r in records:
+            results += 1
+            if r.get("status") == "scored":
+                scored += 1
+            else:
+                unscored += 1
+            verdict = r.get("verdict")
+            if isinstance(verdict, str) and verdict in VERDICT_RANK:
+                verdicts.append(verdict)
+            if r.get("escalation"):
+                escalations += 1
+    return {
+        "turns": len(turns),
+        "results": results,
+        "scored": scored,
+        "unscored": unscored,
+        "mean_composite": round(sum(composites) / len(composites), 2) if composites else None,
+        "worst_verdict": min(verdicts, key=VERDICT_RANK.__getitem__) if verdicts else None,
+        "escalations": escalations,
+        "per_turn_composite": per_turn,
+    }
+
+
+def redact(value: Any, language: str = "de") -> Any:
+    """``value`` with PII masked in every string (dict keys are kept)."""
+    from bqas.offline.pii import detect_pii, mask_pii
+
+    if isinstance(value, str):
+        findings = detect_pii(value, language)
+        return mask_pii(value, findings) if findings else value
+    if isinstance(value, Mapping):
+        return {k: redact(v, language) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact(v, language) for v in value]
+    return value
