@@ -134,7 +134,7 @@ def _applies_to(obj: dict[str, Any], judge: str) -> bool:
         return True
     if isinstance(named, list):
         return judge in named
-    return named == judge
+    return bool(named == judge)
 
 
 def _labels(spec: JudgeSpec, expected: Any, ignored: Counter[str]) -> tuple[dict[str, Any], str | None]:

@@ -11,7 +11,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -94,7 +94,9 @@ def reject_counts(human: Sequence[bool], judge: Sequence[bool]) -> RejectCounts:
     return RejectCounts(tp=tp, fp=fp, fn=fn, tn=tn)
 
 
-def label_matrix(human: Sequence[str], judge: Sequence[str], rows: Sequence[str], cols: Sequence[str]) -> list[list[int]]:
+def label_matrix(
+    human: Sequence[str], judge: Sequence[str], rows: Sequence[str], cols: Sequence[str]
+) -> list[list[int]]:
     """Counts of (human label = row, judge label = column); labels outside ``rows``/``cols`` are dropped."""
     if not human:
         return [[0] * len(cols) for _ in rows]
@@ -133,6 +135,8 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], *, weights: str | None = Non
 def correlation(x: Sequence[float], y: Sequence[float], kind: str) -> Figure:
     """Spearman's ρ or Pearson's r with its p-value; undefined below 3 pairs or for a constant vector."""
     n = len(x)
+    if n == 0:
+        return Figure.undefined(0, "no pair: the judge measured no labelled sample")
     if n < 3:
         return Figure.undefined(n, "fewer than 3 pairs")
     if len(set(x)) < 2:
@@ -159,7 +163,7 @@ def mean_abs_diff(x: Sequence[float], y: Sequence[float]) -> Figure:
     return Figure(float(np.mean(np.abs(np.asarray(x, float) - np.asarray(y, float)))), len(x))
 
 
-def krippendorff_alpha(a: Sequence[Any], b: Sequence[Any], level: str) -> Figure:
+def krippendorff_alpha(a: Sequence[Any], b: Sequence[Any], level: Literal["nominal", "interval"]) -> Figure:
     """Krippendorff's α for two raters (``nominal`` labels or ``interval`` numbers); undefined when the
     pairable values hold a single value (no disagreement is possible, α is 0/0)."""
     n = len(a)

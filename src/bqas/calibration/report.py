@@ -61,7 +61,7 @@ def _dimension_vs_human(spec: JudgeSpec, outcomes: Sequence[Outcome]) -> dict[st
         if not labelled:
             continue
         kind = spec.dimensions[name].kind
-        pairs = []
+        pairs: list[tuple[Any, Any]] = []
         for o in labelled:
             value = o.record.get(name)
             ok = value in ("pass", "fail") if kind == "gate" else _number(value) is not None
@@ -104,12 +104,23 @@ def calibration_block(spec: JudgeSpec, outcomes: Sequence[Outcome]) -> dict[str,
     known = [(h, v == "failed") for h, v in with_label if h is not None]
     counts = reject_counts([h for h, _ in known], [j for _, j in known])
     abstained_labelled = sum(
-        1 for o, v in zip(outcomes, verdicts, strict=True) if v == "unscored" and human_reject(o.gold.labels, gates) is not None
+        1
+        for o, v in zip(outcomes, verdicts, strict=True)
+        if v == "unscored" and human_reject(o.gold.labels, gates) is not None
     )
     # Verdicts: people's three-way verdict vs the judge's (the matrix shows unscored as a column).
     human_v = [o.gold.labels["verdict"] for o in outcomes if "verdict" in o.gold.labels]
     judge_v = [v for o, v in zip(outcomes, verdicts, strict=True) if "verdict" in o.gold.labels]
     pairs_v = [(h, j) for h, j in zip(human_v, judge_v, strict=True) if j != "unscored"]
+
+    def said(fig: Figure) -> dict[str, Any]:
+        # An empty denominator caused by abstentions must say so, not suggest the labels were missing.
+        if fig.value is None and abstained_labelled:
+            return Figure.undefined(
+                fig.n, f"{fig.reason}; {abstained_labelled} labelled samples were unscored"
+            ).as_dict()
+        return fig.as_dict()
+
     return {
         "samples": len(outcomes),
         "scored": len(scored),
@@ -124,9 +135,9 @@ def calibration_block(spec: JudgeSpec, outcomes: Sequence[Outcome]) -> dict[str,
             "human_accept": counts.fp + counts.tn,
             "no_human_label": len(with_label) - len(known),
             "abstained": abstained_labelled,
-            "fpr": counts.fpr().as_dict(),
-            "fnr": counts.fnr().as_dict(),
-            "accuracy": counts.accuracy().as_dict(),
+            "fpr": said(counts.fpr()),
+            "fnr": said(counts.fnr()),
+            "accuracy": said(counts.accuracy()),
             "kappa": cohen_kappa([h for h, _ in known], [j for _, j in known]).as_dict(),
         },
         "verdicts": {

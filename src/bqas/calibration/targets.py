@@ -19,12 +19,12 @@ class Targets(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    fpr_max: float | None = Field(0.05, ge=0, le=1)
-    fnr_max: float | None = Field(0.02, ge=0, le=1)
-    agreement_min: float | None = Field(0.90, ge=0, le=1)
-    latency_mean_max_ms: float | None = Field(500.0, gt=0)
-    kappa_min: float | None = Field(None, ge=-1, le=1)
-    abstention_max: float | None = Field(None, ge=0, le=1)
+    fpr_max: float | None = Field(default=0.05, ge=0, le=1)
+    fnr_max: float | None = Field(default=0.02, ge=0, le=1)
+    agreement_min: float | None = Field(default=0.90, ge=0, le=1)
+    latency_mean_max_ms: float | None = Field(default=500.0, gt=0)
+    kappa_min: float | None = Field(default=None, ge=-1, le=1)
+    abstention_max: float | None = Field(default=None, ge=0, le=1)
 
 
 def load_targets(path: Path | None) -> Targets:
@@ -75,10 +75,8 @@ def _check(name: str, limit: float | None, fig: dict[str, Any], *, upper: bool, 
     expected = f"{sign} {limit:g}"
     if value is None:
         return TargetResult(name, expected, None, False, f"undefined: {fig.get('undefined') or 'no data'}")
-    if strict:
-        passed = value < limit if upper else value > limit
-    else:
-        passed = value <= limit if upper else value >= limit
+    below, above = (value < limit, value > limit) if strict else (value <= limit, value >= limit)
+    passed = below if upper else above
     return TargetResult(name, expected, round(float(value), 6), passed)
 
 
