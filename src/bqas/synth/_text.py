@@ -1,0 +1,138 @@
+"""Small text helpers shared by the offline generator and the dialect markers."""
+
+from __future__ import annotations
+
+# Sentence-initial words that are lowered after a wrapper ("Hey, erinnere mich …"); nouns and names
+# ("Erinnerung: …", "Mia K. …") keep their capital, which German needs.
+_STARTERS = frozenset(
+    [
+        "erinnere",
+        "erinner",
+        "erstelle",
+        "erstell",
+        "mach",
+        "mache",
+        "schreib",
+        "schreibe",
+        "kannst",
+        "könntest",
+        "ich",
+        "bitte",
+        "gib",
+        "zeig",
+        "such",
+        "notiere",
+        "plane",
+        "stell",
+        "setz",
+        "schick",
+        "sag",
+        "lösch",
+        "ändere",
+        "füge",
+        "füg",
+        "ordne",
+        "was",
+        "wie",
+        "wer",
+        "kontrolliere",
+        "prüfe",
+        "trag",
+        "formuliere",
+        "entwirf",
+        "generiere",
+        "halte",
+        "merk",
+        "denk",
+        "nicht",
+        "informiere",
+        "differenziere",
+        "passe",
+        "schlag",
+        "finde",
+        "fass",
+        "liste",
+        "korrigier",
+        "zentriere",
+        "vermerk",
+        "i",
+        "das",
+        "die",
+        "der",
+        "ein",
+        "eine",
+        "mich",
+        "mir",
+        "dir",
+        "konnst",
+        "wird",
+        "spiel",
+        "bestell",
+        "erzähl",
+        "äh",
+        "jeden",
+        "um",
+        "wöchentliche",
+        "ned",
+    ]
+)
+
+
+def lower_sentence_start(text: str) -> str:
+    """Lower the first letter when the first word is a verb or function word (see ``_STARTERS``)."""
+    first = text.split(" ", 1)[0].rstrip(",:;.!?")
+    if first.lower() in _STARTERS and first[:1].isupper():
+        return text[:1].lower() + text[1:]
+    return text
+
+
+_IMPERATIVES = frozenset(
+    [
+        "erinnere",
+        "erinner",
+        "erstelle",
+        "erstell",
+        "mach",
+        "mache",
+        "schreib",
+        "schreibe",
+        "gib",
+        "zeig",
+        "such",
+        "notiere",
+        "plane",
+        "stell",
+        "setz",
+        "schick",
+        "sag",
+        "lösch",
+        "ändere",
+        "füge",
+        "füg",
+        "ordne",
+        "kontrolliere",
+        "prüfe",
+        "trag",
+        "formuliere",
+        "entwirf",
+        "generiere",
+        "halte",
+        "merk",
+        "denk",
+        "informiere",
+        "differenziere",
+        "passe",
+        "schlag",
+        "finde",
+        "fass",
+        "liste",
+        "korrigier",
+        "zentriere",
+        "vermerk",
+    ]
+)
+
+
+def starts_with_imperative(text: str) -> bool:
+    """Whether the command opens with an imperative verb (then "Bitte …" and "… bitte" fit)."""
+    return text.split(" ", 1)[0].rstrip(",:;.!?").lower() in _IMPERATIVES

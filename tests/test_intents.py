@@ -1,0 +1,152 @@
+"""Intent classification: offline classifier, metrics against hand-computed values, HTML, CLI, LLM path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bqas.cli.main import app
+from bqas.intents.classifier import EmbeddingIntentClassifier
+from bqas.intents.evaluate import evaluate_predictions, format_text
+from bqas.intents.examples import Labelled, default_examples_path, load_labelled
+from bqas.intents.html import render_html
+from bqas.intents.llm import classify_with_judge
+from bqas.judging.engine import EngineOptions, JudgeEngine
+from bqas.judging.spec import default_registry
+from bqas.llm.client import LLMClient, LLMConfig
+from bqas.offline.embeddings import HashingEmbedder
+from bqas.synth.patterns import TEACHER_INTENTS
+from bqas.testing.scripted_llm import Reply, ScriptedLLM
+
+TINY = [
+    Labelled("Erinnere mich an die Notenabgabe", "reminder"),
+    Labelled("Erinnere mich an den Elternabend", "reminder"),
+    Labelled("Erstelle ein Quiz zur Optik", "quiz"),
+    Labelled("Erstelle ein Quiz zur Zellteilung", "quiz"),
+    Labelled("Schreib einen Elternbrief zur Klassenfahrt", "letter"),
+    Labelled("Schreib einen Elternbrief zum Wandertag", "letter"),
+]
+QUERIES = [
+    "Erinnere mich an die Konferenz",
+    "Erstelle ein Quiz zum Dreisatz",
+    "Schreib einen Elternbrief zur Projektwoche",
+]
+
+
+def _write(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("method", "k"), [("centroid", 1), ("knn", 1), ("knn", 3)])
+def test_offline_classifier_on_a_tiny_set(method: str, k: int) -> None:
+    clf = EmbeddingIntentClassifier(TINY, embedder=HashingEmbedder(), method=method, k=k)  # type: ignore[arg-type]
+    preds = clf.predict(QUERIES)
+    assert [p.label for p in preds] == ["reminder", "quiz", "letter"]
+    assert all(0 < p.score <= 1 and 0 < p.nearest <= 1 for p in preds)
+
+
+def test_classifier_restricts_labels_and_refuses_missing_examples() -> None:
+    clf = EmbeddingIntentClassifier(TINY, embedder=HashingEmbedder(), labels=["quiz", "letter"])
+    assert clf.labels == ["letter", "quiz"]
+    assert clf.predict(["Erinnere mich an die Konferenz"])[0].label in ("letter", "quiz")
+    with pytest.raises(ValueError, match="no examples for intent"):
+        EmbeddingIntentClassifier(TINY, embedder=HashingEmbedder(), labels=["quiz", "canvas_edit"])
+
+
+def test_shipped_examples_cover_the_19_intents() -> None:
+    rows = load_labelled(default_examples_path())
+    counts = {label: sum(r.label == label for r in rows) for label in TEACHER_INTENTS}
+    assert set(counts) == {r.label for r in rows} and min(counts.values()) == 5
+
+
+def test_metrics_match_hand_computed_values() -> None:
+    y_true = ["a", "a", "a", "b", "b", "c"]
+    y_pred = ["a", "a", "b", "b", "c", "c"]
+    ev = evaluate_predictions(y_true, y_pred)
+    # a: P 2/2, R 2/3, F1 0.8; b: P 1/2, R 1/2, F1 0.5; c: P 1/2, R 1/1, F1 2/3.
+    assert ev.accuracy == pytest.approx(4 / 6)
+    assert ev.macro_f1 == pytest.approx((0.8 + 0.5 + 2 / 3) / 3)
+    scores = {s.intent: (s.precision, s.recall, s.f1, s.support) for s in ev.per_intent}
+    assert scores["a"] == pytest.approx((1.0, 2 / 3, 0.8, 3))
+    assert scores["b"] == pytest.approx((0.5, 0.5, 0.5, 2))
+    assert scores["c"] == pytest.approx((0.5, 1.0, 2 / 3, 1))
+    assert ev.confusion == [[2, 1, 0], [0, 1, 1], [0, 0, 1]]
+    assert [(p.true, p.predicted, p.count, p.share) for p in ev.confused_pairs] == [
+        ("b", "c", 1, 0.5),
+        ("a", "b", 1, pytest.approx(1 / 3)),
+    ]
+    text = format_text(ev)
+    assert "accuracy: 0.667" in text and "b -> c: 1 (50% of b)" in text
+
+
+def test_macro_f1_averages_over_true_labels_only() -> None:
+    ev = evaluate_predictions(["a", "b"], ["a", "z"])
+    assert ev.labels == ["a", "b", "z"] and ev.macro_f1 == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        evaluate_predictions([], [])
+
+
+def test_html_is_self_contained_and_escaped() -> None:
+    ev = evaluate_predictions(["<b>x</b>", "y"], ["<b>x</b>", "<b>x</b>"])
+    page = render_html(ev, title="T")
+    assert "<script" not in page.lower() and "http://" not in page and "https://" not in page
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page.replace("<b>0.", "")
+
+
+def test_cli_classify_and_eval_intents(tmp_path: Path, bqas_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    examples = _write(tmp_path / "ex.jsonl", [{"text": e.text, "intent": e.label} for e in TINY])
+    data = _write(
+        tmp_path / "data.jsonl",
+        [
+            {"id": "1", "text": QUERIES[0], "intent": "reminder"},
+            {"id": "2", "text": QUERIES[1], "intent": "quiz"},
+            {"id": "3", "text": QUERIES[2], "intent": "letter"},
+            {"id": "4", "text": "Erinnere mich an das Quiz zur Optik", "intent": "letter"},
+        ],
+    )
+    runner = CliRunner()
+    res = runner.invoke(app, ["classify", QUERIES[1], "--examples", str(examples)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["intent"] == "quiz"
+    res = runner.invoke(app, ["classify", "--file", str(data), "--examples", str(examples), "--method", "knn"])
+    rows = [json.loads(x) for x in res.output.splitlines()]
+    assert res.exit_code == 0 and [r["id"] for r in rows] == ["1", "2", "3", "4"]
+    html = tmp_path / "r.html"
+    res = runner.invoke(app, ["eval-intents", str(data), "--examples", str(examples), "--json", "--html", str(html)])
+    assert res.exit_code == 0, res.output
+    figures = json.loads(res.output)
+    assert figures["n"] == 4 and figures["accuracy"] == pytest.approx(0.75)
+    assert "Confusion matrix" in html.read_text(encoding="utf-8")
+    res = runner.invoke(app, ["eval-intents", str(data), "--examples", str(examples), "--min-accuracy", "0.9"])
+    assert res.exit_code == 1 and "target missed" in res.output
+
+
+def test_cli_input_errors_exit_2(tmp_path: Path, bqas_home: Path) -> None:
+    runner = CliRunner()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "a", "intent": "x"}\n{"text": "", "intent": "x"}\n', encoding="utf-8")
+    res = runner.invoke(app, ["eval-intents", str(bad)])
+    assert res.exit_code == 2 and "bad.jsonl:2" in res.output and "'text'" in res.output
+    assert runner.invoke(app, ["eval-intents", str(tmp_path / "missing.jsonl")]).exit_code == 2
+    assert runner.invoke(app, ["classify"]).exit_code == 2
+    assert runner.invoke(app, ["classify", "x", "--backend", "llm"]).exit_code == 2  # no LLM configured
+    labels = tmp_path / "labels.txt"
+    labels.write_text("reminder\nno_such_intent\n", encoding="utf-8")
+    assert runner.invoke(app, ["classify", "x", "--intents", str(labels)]).exit_code == 2
+
+
+async def test_llm_classification_through_the_intent_judge(scripted_llm: ScriptedLLM) -> None:
+    answer = {"type": "reminder", "confidence": 0.9, "parameters": {}, "is_actionable": True}
+    scripted_llm.on("Notenabgabe", Reply(content=json.dumps(answer)))
+    scripted_llm.on("Wetter", Reply(content="kein JSON"))
+    llm = LLMClient(LLMConfig(base_url=scripted_llm.base_url, model="m", max_retries=0, backoff_base=0.01, timeout=5))
+    engine = JudgeEngine(default_registry(), llm=llm, options=EngineOptions(backend="llm"))
+    preds = await classify_with_judge(engine, ["Erinnere mich an die Notenabgabe", "Wie wird das Wetter?"])
+    assert preds[0].label == "reminder" and preds[0].confidence == pytest.approx(0.9)
+    assert preds[1].label is None and preds[1].reason and "validation" in preds[1].reason
+    sent = json.dumps(scripted_llm.requests[0]["messages"], ensure_ascii=False)
+    assert "<<<DATA text" in sent and "Notenabgabe" in sent
