@@ -20,6 +20,7 @@ from bqas.runner.scenario import Scenario
 from bqas.store.db import Store
 
 ProgressHook = Callable[[int], None]
+RAGAS = "ragas"  # the pseudo-judge of a scenario's RAGAS `metrics:`
 
 
 def new_run_id() -> str:
@@ -43,7 +44,7 @@ def _judges_for(item: DatasetItem, scenario: Scenario) -> tuple[list[str], str |
     names = [wanted] if isinstance(wanted, str) else wanted
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         return [], "field judge: expected a judge name or a list of names"
-    unknown = [n for n in names if n not in scenario.judges]
+    unknown = [n for n in names if n not in scenario.judges and not (n == RAGAS and scenario.metrics)]
     if unknown:
         return [], f"field judge: {unknown} not among the scenario's judges {scenario.judges}"
     return names, None
@@ -63,6 +64,8 @@ def work_items(scenario: Scenario) -> Iterator[WorkItem]:
             yield WorkItem(f"{item.sample_id}::", seq, None, item, f"line {item.line}: {error}")
             seq += 1
             continue
+        if scenario.metrics and item.data.get("judge") in (None, RAGAS):
+            judges = [*(j for j in judges if j != RAGAS), RAGAS]
         for judge in judges:
             key = f"{item.sample_id}::{judge}"
             if key in seen:
@@ -104,6 +107,57 @@ def invalid_record(
         "inputs": inputs,
         **_sample_meta(work.item),
     }
+
+
+def ragas_record(run_id: str, work: WorkItem, rec: dict[str, Any], language: str | None) -> dict[str, Any]:
+    """A RAGAS metric result as a BQAS result record (judge ``ragas``, one dimension: the metric)."""
+    metric = str(rec["metric"])
+    measured = rec.get("value") is not None
+    embedding_only = rec.get("prompt_language") is None and not rec.get("llm_calls")
+    return {
+        "run_id": run_id,
+        "response_id": work.item.sample_id,
+        "judge": RAGAS,
+        "metric": metric,
+        "language": language,
+        "judge_language": rec.get("judge_language"),
+        "prompt_language": rec.get("prompt_language"),
+        metric: rec.get("value"),
+        "status": "scored" if rec.get("status") == "scored" else "unscored",
+        "verdict": None,
+        "composite_score": None,
+        "dimensions": {
+            metric: {
+                "value": rec.get("value"),
+                "backend": "offline" if embedding_only and measured else "llm",
+                "model": rec.get("model"),
+                "method": f"ragas:{metric}",
+                "measured": measured,
+                "note": rec.get("unscored_reason"),
+            }
+        },
+        "escalation": None,
+        "unscored_reason": rec.get("unscored_reason"),
+        "latency_ms": rec.get("latency_ms", 0.0),
+        "llm_calls": rec.get("llm_calls", 0),
+        "prompt_tokens": rec.get("prompt_tokens", 0),
+        "completion_tokens": rec.get("completion_tokens", 0),
+        "errors": rec.get("errors", []),
+        **_sample_meta(work.item),
+    }
+
+
+async def judge_ragas(
+    engine: JudgeEngine, scenario: Scenario, run_id: str, work: WorkItem
+) -> list[tuple[str, dict[str, Any]]]:
+    """All of the scenario's RAGAS metrics for one sample: (key suffix, record) per metric."""
+    from bqas.ragas.api import score_sample
+
+    language = work.item.data.get("language") or scenario.language
+    records = await score_sample(
+        work.item.data, scenario.metrics, llm=engine.llm, judge_language=scenario.judge_language or "en"
+    )
+    return [(f":{r['metric']}", ragas_record(run_id, work, r, language)) for r in records]
 
 
 async def judge_one(engine: JudgeEngine, scenario: Scenario, run_id: str, work: WorkItem) -> dict[str, Any]:
@@ -149,6 +203,8 @@ async def execute_run(
         for work in work_items(scenario):
             if work.key in skip:
                 continue
+            if work.judge == RAGAS and all(f"{work.key}:{m}" in skip for m in scenario.metrics):
+                continue
             await queue.put(work)
         for _ in range(concurrency):
             await queue.put(None)
@@ -156,9 +212,12 @@ async def execute_run(
     async def worker() -> None:
         nonlocal judged
         while (work := await queue.get()) is not None:
-            record = await judge_one(engine, scenario, run_id, work)
+            if work.judge == RAGAS and not work.error:
+                for suffix, record in await judge_ragas(engine, scenario, run_id, work):
+                    await results.put((work.key + suffix, work.seq, record))
+            else:
+                await results.put((work.key, work.seq, await judge_one(engine, scenario, run_id, work)))
             judged += 1
-            await results.put((work.key, work.seq, record))
 
     async def writer() -> None:
         done = False

@@ -179,15 +179,13 @@ def load_scenario(path: Path) -> Scenario:
             raise ScenarioError(
                 f"{path}:{_line_for(lines, ('judges', i))}: judges[{i}]: {judge!r} generates, it does not grade"
             )
-    if scenario.metrics:
-        raise ScenarioError(
-            f"{path}:{_line_for(lines, ('metrics',))}: metrics: RAGAS metrics are not available in this BQAS "
-            "version yet; use 'judges'"
-        )
     for key, minimum in scenario.thresholds.dimensions.items():
         dim = key.split(".")[-1]
-        judges = [key.split(".")[0]] if "." in key else scenario.judges
-        if not any(dim in registry.get(j).dimensions for j in judges if j in registry.names()):
+        judges = [key.split(".")[0]] if "." in key else [*scenario.judges, "ragas"]
+        known = any(dim in registry.get(j).dimensions for j in judges if j in registry.names()) or (
+            "ragas" in judges and dim in scenario.metrics
+        )
+        if not known:
             raise ScenarioError(
                 f"{path}:{_line_for(lines, ('thresholds', 'dimensions', key))}: thresholds.dimensions.{key}: "
                 f"no judge of this scenario has a dimension {dim!r}"

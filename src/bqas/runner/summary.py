@@ -112,9 +112,14 @@ class RunSummary:
                 agg.stats.add(float(value))
 
     @property
+    def graded(self) -> int:
+        """Results with a verdict of the policy (RAGAS metric records and classifiers have none)."""
+        return sum(self.verdicts[v] for v in ("production_ready", "needs_review", "failed"))
+
+    @property
     def pass_rate(self) -> float | None:
-        """Share of scored samples judged production_ready."""
-        return self.verdicts["production_ready"] / self.scored if self.scored else None
+        """Share of graded results judged production_ready."""
+        return self.verdicts["production_ready"] / self.graded if self.graded else None
 
     def dimension_mean(self, key: str) -> float | None:
         """Mean of ``judge.dimension`` or of ``dimension`` pooled over all judges that have it."""

@@ -15,8 +15,18 @@ from dataclasses import dataclass
 from bqas.service.asgi import ASGIApp, Message, Receive, Scope, Send
 
 
-class BodyTooLarge(Exception):
-    pass
+def _replay(messages: list[Message], then: Receive | None = None) -> Receive:
+    """A receive callable that returns ``messages`` first, then defers to ``then`` (for disconnects)."""
+    pending = list(messages)
+
+    async def receive() -> Message:
+        if pending:
+            return pending.pop(0)
+        if then is None:
+            return {"type": "http.disconnect"}
+        return await then()
+
+    return receive
 
 
 class BodySizeLimit:
@@ -39,29 +49,26 @@ class BodySizeLimit:
                 if too_large:
                     await self._reject(send)
                     return
-        received = 0
-        started = False
-
-        async def limited_receive() -> Message:
-            nonlocal received
+                # The server delivers no more than Content-Length bytes: nothing more to check.
+                await self.app(scope, receive, send)
+                return
+        # No Content-Length (chunked upload): read the body here, up to the limit, then replay it.
+        chunks: list[bytes] = []
+        size = 0
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise BodyTooLarge
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except BodyTooLarge:
-            if not started:
+            if message["type"] != "http.request":
+                await self.app(scope, _replay([message]), send)
+                return
+            body = message.get("body", b"")
+            size += len(body)
+            if size > self.max_bytes:
                 await self._reject(send)
+                return
+            chunks.append(body)
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, _replay([{"type": "http.request", "body": b"".join(chunks)}], receive), send)
 
     async def _reject(self, send: Send) -> None:
         body = json.dumps(

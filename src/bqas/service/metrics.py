@@ -26,12 +26,17 @@ class ServiceMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
-            "bqas_http_requests", "HTTP requests by route and status.", ["method", "route", "status"],
+            "bqas_http_requests",
+            "HTTP requests by route and status.",
+            ["method", "route", "status"],
             registry=self.registry,
         )
         self.latency = Histogram(
-            "bqas_http_request_duration_seconds", "HTTP request latency by route.", ["method", "route"],
-            buckets=_BUCKETS, registry=self.registry,
+            "bqas_http_request_duration_seconds",
+            "HTTP request latency by route.",
+            ["method", "route"],
+            buckets=_BUCKETS,
+            registry=self.registry,
         )
         self.judgments = Counter(
             "bqas_judgments", "Judgments by judge and verdict.", ["judge", "verdict"], registry=self.registry
@@ -46,7 +51,8 @@ class ServiceMetrics:
         """Count judgments, LLM calls and LLM errors of result records."""
         for record in records:
             verdict = record.get("verdict") or record.get("status") or "none"
-            self.judgments.labels(str(record.get("judge")), str(verdict)).inc()
+            name = record.get("judge") or record.get("metric")  # RAGAS records name a metric
+            self.judgments.labels(str(name), str(verdict)).inc()
             calls = record.get("llm_calls") or 0
             if isinstance(calls, int) and calls > 0:
                 self.llm_calls.inc(calls)

@@ -63,6 +63,19 @@ class ScoreRequest(BaseModel):
     response_id: str | None = Field(default=None, max_length=300, description="Your id of the scored response.")
     backend: Backend | None = Field(default=None, description="offline, llm or auto (default: the server's).")
 
+    @field_validator("judges", "metrics", mode="before")
+    @classmethod
+    def _names_from_text(cls, value: Any) -> Any:
+        # Tool runners such as Dify may send list parameters as one string: "voice, rag_privacy".
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("contexts", mode="before")
+    @classmethod
+    def _contexts_from_text(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
     @field_validator("judge_language")
     @classmethod
     def _judge_language(cls, value: str | None) -> str | None:

@@ -57,6 +57,13 @@ class ScoreCall:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def llm_unavailable(record: Mapping[str, Any]) -> bool:
+    """Was the record left unscored because the LLM could not be reached (BQAS judge or RAGAS metric)?"""
+    reason = str(record.get("unscored_reason") or "")
+    # The engine says "LLM unavailable: …"; bqas.ragas reports the client's exception as "LLMError: …".
+    return record.get("status") != "scored" and reason.startswith((UNAVAILABLE, "LLMError:"))
+
+
 def ragas_api() -> ModuleType | None:
     """The RAGAS scoring module, or None when it (or RAGAS itself) is not installed."""
     try:
@@ -91,8 +98,14 @@ class Scorer:
                 await engine.llm.aclose()
         self._engines.clear()
 
-    def check(self, fields: Mapping[str, Any], judges: Sequence[str], metrics: Sequence[str], backend: str,
-              loc: Sequence[str | int] = ("body",)) -> None:
+    def check(
+        self,
+        fields: Mapping[str, Any],
+        judges: Sequence[str],
+        metrics: Sequence[str],
+        backend: str,
+        loc: Sequence[str | int] = ("body",),
+    ) -> None:
         """Raise RequestProblem (with the field path) unless every judge and metric can score ``fields``."""
         engine = self.engine(backend)
         for i, name in enumerate(judges):
@@ -106,12 +119,21 @@ class Scorer:
                 check_inputs(spec, fields)
             except InvalidSample as exc:
                 raise RequestProblem((*loc, "sample", exc.field), str(exc)) from None
-        if metrics and ragas_api() is None:
+        if not metrics:
+            return
+        api = ragas_api()
+        if api is None:
             raise RequestProblem(
                 ("body", "metrics"),
                 "RAGAS metrics are not available on this server (module bqas.ragas.api cannot be imported; "
                 "install the ragas extra). Use BQAS judges in 'judges' instead.",
             )
+        known = getattr(api, "METRICS", None)
+        for i, metric in enumerate(metrics):
+            if known is not None and metric not in known:
+                raise RequestProblem(
+                    ("body", "metrics", i), f"unknown RAGAS metric {metric!r}; known: {', '.join(known)}"
+                )
 
     async def score(self, call: ScoreCall) -> list[dict[str, Any]]:
         """Result records, one per judge then one per metric. Raises LLMUnavailable, RequestProblem."""
@@ -130,7 +152,7 @@ class Scorer:
             records.extend(await self._ragas(engine, call))
         if self.metrics is not None:
             self.metrics.observe_records(records)
-        reasons = [str(r.get("unscored_reason")) for r in records if str(r.get("unscored_reason") or "").startswith(UNAVAILABLE)]
+        reasons = [str(r["unscored_reason"]) for r in records if llm_unavailable(r)]
         if reasons:
             raise LLMUnavailable(reasons[0], records)
         return records
@@ -139,9 +161,12 @@ class Scorer:
         api = ragas_api()
         if api is None:
             raise RequestProblem(("body", "metrics"), "RAGAS metrics are not available on this server")
-        out = api.score_sample(call.fields, list(call.metrics), llm=engine.llm, judge_language=call.judge_language)
-        if inspect.isawaitable(out):
-            out = await out
+        try:
+            out = api.score_sample(call.fields, list(call.metrics), llm=engine.llm, judge_language=call.judge_language)
+            if inspect.isawaitable(out):
+                out = await out
+        except ValueError as exc:  # score_sample's usage errors (unknown metric, judge language)
+            raise RequestProblem(("body", "metrics"), str(exc)) from None
         records: list[dict[str, Any]] = []
         for item in out or []:
             if hasattr(item, "to_record"):

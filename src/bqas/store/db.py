@@ -8,7 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy import Engine, and_, create_engine, event, func, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import sessionmaker
@@ -145,21 +145,26 @@ class Store:
         return len(inserted)
 
     def iter_records(self, run_id: str, batch: int = 500) -> Iterator[dict[str, Any]]:
-        """The run's records in sample order, streamed in batches (never all in memory)."""
-        last = -1
+        """The run's records in sample order, streamed in batches (never all in memory).
+
+        Keyset pagination on (seq, id): several records may share a sample's seq (one per RAGAS metric)."""
+        last_seq, last_id = -1, -1
         while True:
             with self.session() as s:
                 rows = s.execute(
-                    select(ResultRow.seq, ResultRow.record)
-                    .where(ResultRow.run_id == run_id, ResultRow.seq > last)
-                    .order_by(ResultRow.seq)
+                    select(ResultRow.seq, ResultRow.id, ResultRow.record)
+                    .where(
+                        ResultRow.run_id == run_id,
+                        or_(ResultRow.seq > last_seq, and_(ResultRow.seq == last_seq, ResultRow.id > last_id)),
+                    )
+                    .order_by(ResultRow.seq, ResultRow.id)
                     .limit(batch)
                 ).all()
             if not rows:
                 return
-            for _seq, record in rows:
+            for _seq, _id, record in rows:
                 yield record
-            last = rows[-1][0]
+            last_seq, last_id = rows[-1][0], rows[-1][1]
 
     def count_results(self, run_id: str) -> int:
         with self.session() as s:

@@ -178,9 +178,7 @@ def revoke_api_keys(store: Store, prefix: str) -> int:
     """Revoke the keys whose shown prefix starts with ``prefix``; returns how many."""
     with store.session.begin() as s:
         result = s.execute(
-            update(ApiKey)
-            .where(ApiKey.prefix.startswith(prefix), ApiKey.revoked_at.is_(None))
-            .values(revoked_at=now())
+            update(ApiKey).where(ApiKey.prefix.startswith(prefix), ApiKey.revoked_at.is_(None)).values(revoked_at=now())
         )
         return int(getattr(result, "rowcount", 0) or 0)
 

@@ -51,9 +51,7 @@ def upgrade() -> None:
     op.create_table(
         "service_job_items",
         sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
-        sa.Column(
-            "job_id", sa.String(64), sa.ForeignKey("service_jobs.id", ondelete="CASCADE"), nullable=False
-        ),
+        sa.Column("job_id", sa.String(64), sa.ForeignKey("service_jobs.id", ondelete="CASCADE"), nullable=False),
         sa.Column("seq", sa.Integer(), nullable=False),
         sa.Column("records", sa.JSON(), nullable=False),
         sa.Column("worker", sa.String(100), nullable=True),

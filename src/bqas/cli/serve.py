@@ -1,0 +1,173 @@
+"""``bqas serve`` (HTTP scoring service), ``bqas worker`` (job workers without HTTP), ``bqas keys``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+keys_app = typer.Typer(help="API keys of tenants (stored hashed in the BQAS store).", no_args_is_help=True)
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def _service_settings(backend: str | None) -> object:
+    from pydantic import ValidationError
+
+    from bqas.service.config import ServiceSettings
+
+    try:
+        service = ServiceSettings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise _fail(f"setting BQAS_{str(first['loc'][0]).upper()}: {first['msg']}") from None
+    if backend is not None:
+        if backend not in ("offline", "llm", "auto"):
+            raise _fail(f"--backend: expected offline, llm or auto, got {backend!r}")
+        service.service_backend = backend  # type: ignore[assignment]
+    return service
+
+
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on.")] = 8000,
+    public_url: Annotated[
+        Optional[str],  # noqa: UP045 - typer needs Optional on 3.11
+        typer.Option(
+            "--public-url",
+            help="URL clients reach the service at, written into the OpenAPI 'servers' (Dify needs it); "
+            "default: http://HOST:PORT (env BQAS_PUBLIC_URL).",
+        ),
+    ] = None,
+    backend: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--backend", help="Default backend of requests that name none: offline, llm or auto."),
+    ] = None,
+    no_worker: Annotated[
+        bool, typer.Option("--no-worker", help="Serve HTTP only; run async jobs with `bqas worker` processes.")
+    ] = False,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+) -> None:
+    """Start the scoring service (FastAPI under uvicorn) with an in-process job worker.
+
+    Example: bqas keys create acme && bqas serve --host 0.0.0.0 --port 8080 --public-url https://bqas.example.org
+    """
+    import uvicorn
+
+    from bqas.service.app import create_app
+    from bqas.service.config import ServiceSettings
+
+    service = _service_settings(backend)
+    assert isinstance(service, ServiceSettings)
+    url = public_url or service.public_url or f"http://{host}:{port}"
+    try:
+        app = create_app(service=service, run_worker=not no_worker, public_url=url)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, timeout_graceful_shutdown=5)
+
+
+def worker(
+    concurrency: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--concurrency", "-c", help="Jobs processed at once (env BQAS_WORKER_CONCURRENCY)."),
+    ] = None,
+    once: Annotated[bool, typer.Option("--once", help="Process the queued jobs, then exit.")] = False,
+) -> None:
+    """Run job workers without HTTP, against the store of BQAS_DATABASE_URL (several may share PostgreSQL).
+
+    Example: BQAS_DATABASE_URL=postgresql+psycopg://bqas@db/bqas bqas worker --concurrency 8
+    """
+    import asyncio
+    import signal
+
+    from bqas.service.config import ServiceSettings
+    from bqas.service.scoring import Scorer
+    from bqas.service.worker import JobWorker
+    from bqas.settings import get_settings
+    from bqas.store.db import open_store
+
+    service = _service_settings(None)
+    assert isinstance(service, ServiceSettings)
+    if concurrency is not None:
+        if concurrency < 1:
+            raise _fail("--concurrency: expected at least 1")
+        service.worker_concurrency = concurrency
+    settings = get_settings()
+
+    async def main() -> None:
+        store = open_store(settings.resolved_database_url())
+        scorer = Scorer(settings, service)
+        job_worker = JobWorker(store, scorer, service)
+        try:
+            if once:
+                count = await job_worker.run_until_idle()
+                typer.echo(f"processed {count} job(s)")
+                return
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            typer.echo(f"worker {job_worker.name} waiting for jobs", err=True)
+            await job_worker.run(stop)
+        finally:
+            await scorer.aclose()
+
+    asyncio.run(main())
+
+
+@keys_app.command("create")
+def keys_create(tenant: Annotated[str, typer.Argument(help="Tenant name, e.g. acme.")]) -> None:
+    """Create an API key for TENANT and print it (shown once; only its hash is stored).
+
+    Example: bqas keys create acme
+    """
+    from bqas.store.db import open_store
+    from bqas.store.service import create_api_key
+
+    try:
+        key = create_api_key(open_store(), tenant)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(key)
+
+
+@keys_app.command("list")
+def keys_list() -> None:
+    """List API keys: tenant, key prefix, creation date, revoked (never the keys).
+
+    Example: bqas keys list
+    """
+    from bqas.store.db import open_store
+    from bqas.store.service import list_api_keys
+
+    for row in list_api_keys(open_store()):
+        state = "revoked" if row["revoked"] else "active"
+        typer.echo(f"{row['tenant']}\t{row['prefix']}…\t{row['created_at']}\t{state}")
+
+
+@keys_app.command("revoke")
+def keys_revoke(prefix: Annotated[str, typer.Argument(help="Key prefix as shown by `bqas keys list`.")]) -> None:
+    """Revoke the keys whose prefix starts with PREFIX (running servers notice within 30 s).
+
+    Example: bqas keys revoke bqas_Ab3dE
+    """
+    from bqas.store.db import open_store
+    from bqas.store.service import revoke_api_keys
+
+    if len(prefix) < 8:
+        raise _fail("prefix: give at least 8 characters of the key prefix")
+    count = revoke_api_keys(open_store(), prefix)
+    if count == 0:
+        raise _fail(f"no active key with prefix {prefix!r}")
+    typer.echo(f"revoked {count} key(s)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve``, ``worker`` and ``keys`` to the ``bqas`` command line."""
+    app.command("serve")(serve)
+    app.command("worker")(worker)
+    app.add_typer(keys_app, name="keys")

@@ -1,0 +1,295 @@
+"""The FastAPI application of ``bqas serve``: score endpoints, job status, health and metrics.
+
+Build it with :func:`create_app`; every instance has its own store handle, scorer, metrics registry,
+rate limiter and (unless ``run_worker=False``) an in-process job worker started with the app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import orjson
+from fastapi import Depends, FastAPI, HTTPException, Request, Security
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from bqas import __version__
+from bqas.service.auth import Authenticator
+from bqas.service.config import ServiceSettings
+from bqas.service.jobs import status_view, submit
+from bqas.service.limits import BodySizeLimit, RateLimiter, retry_after_header
+from bqas.service.metrics import CONTENT_TYPE_LATEST, MetricsMiddleware, ServiceMetrics
+from bqas.service.models import (
+    Health,
+    JobAccepted,
+    JobStatus,
+    ScoreRequest,
+    SessionScoreRequest,
+    check_judge_language,
+)
+from bqas.service.scoring import LLMUnavailable, RequestProblem, ScoreCall, Scorer
+from bqas.service.worker import JobWorker
+from bqas.settings import Settings, get_settings
+from bqas.store.db import Store, open_store
+from bqas.store.service import get_job, ping
+
+AUTH_HELP = "Send your API key as `Authorization: Bearer <key>` (or in the `X-API-Key` header)."
+
+
+class FastJSON(JSONResponse):
+    """JSON via orjson (the score endpoint answers many small records per second)."""
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+@dataclass
+class ServiceState:
+    settings: Settings
+    service: ServiceSettings
+    store: Store
+    scorer: Scorer
+    auth: Authenticator
+    limiter: RateLimiter
+    metrics: ServiceMetrics
+    worker: JobWorker | None
+    default_judge_language: str
+
+
+bearer_scheme = HTTPBearer(auto_error=False, description=AUTH_HELP, scheme_name="bearerAuth")
+api_key_scheme = APIKeyHeader(
+    name="X-API-Key", auto_error=False, description="The API key (alternative to Bearer).", scheme_name="apiKeyAuth"
+)
+
+
+def _state(request: Request) -> ServiceState:
+    state: ServiceState = request.app.state.bqas
+    return state
+
+
+async def tenant_of(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(bearer_scheme)],
+    api_key: Annotated[str | None, Security(api_key_scheme)],
+) -> str:
+    """The caller's tenant from its API key (401 without a valid key); also applies the rate limit (429)."""
+    state = _state(request)
+    key = bearer.credentials if bearer is not None else api_key
+    tenant: str | None = None
+    if key:
+        hit, tenant = state.auth.cached(key)
+        if not hit:
+            tenant = await run_in_threadpool(state.auth.tenant, key)
+    if tenant is None:
+        raise HTTPException(
+            status_code=401,
+            detail="missing or invalid API key: " + AUTH_HELP,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    wait = state.limiter.acquire(tenant)
+    if wait is not None:
+        raise HTTPException(
+            status_code=429,
+            detail=f"rate limit of {state.service.rate_limit:g} requests/s for tenant exceeded; retry later",
+            headers={"Retry-After": retry_after_header(wait)},
+        )
+    return tenant
+
+
+Tenant = Annotated[str, Depends(tenant_of)]
+
+
+def _problem(exc: RequestProblem) -> JSONResponse:
+    return JSONResponse(
+        status_code=422, content={"detail": [{"loc": list(exc.loc), "msg": exc.message, "type": "value_error"}]}
+    )
+
+
+def _resolve(state: ServiceState, body: ScoreRequest) -> tuple[str, str]:
+    """(backend, judge_language) with the server's defaults filled in."""
+    return body.backend or state.service.service_backend, body.judge_language or state.default_judge_language
+
+
+def create_app(
+    *,
+    settings: Settings | None = None,
+    service: ServiceSettings | None = None,
+    store: Store | None = None,
+    run_worker: bool = True,
+    public_url: str | None = None,
+) -> FastAPI:
+    """A new app instance (the store is opened and migrated here; the worker starts with the app)."""
+    settings = settings or get_settings()
+    service = service or ServiceSettings()
+    store = store or open_store(settings.resolved_database_url())
+    default_jl = check_judge_language(settings.ragas_judge_language)
+    if default_jl is None:  # pragma: no cover - the setting has a default
+        default_jl = "en"
+    metrics = ServiceMetrics()
+    scorer = Scorer(settings, service, metrics)
+    worker = JobWorker(store, scorer, service, metrics=metrics) if run_worker else None
+    state = ServiceState(
+        settings=settings,
+        service=service,
+        store=store,
+        scorer=scorer,
+        auth=Authenticator(store, service.api_keys_file),
+        limiter=RateLimiter(service.rate_limit, service.rate_burst),
+        metrics=metrics,
+        worker=worker,
+        default_judge_language=default_jl,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop)) if worker is not None else None
+        # Long-lived objects (judges, lexicons, the embedding model) go to the permanent generation, so
+        # the collector's full passes stay short and do not show up as latency spikes.
+        gc.collect()
+        gc.freeze()
+        try:
+            yield
+        finally:
+            stop.set()
+            if worker is not None:
+                worker.wake()
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            await scorer.aclose()
+
+    url = public_url or service.public_url
+    app = FastAPI(
+        title="BQAS scoring service",
+        version=__version__,
+        description=("Score assistant answers with BQAS judges (and RAGAS metrics where installed). " + AUTH_HELP),
+        servers=[{"url": url, "description": "BQAS"}] if url else None,
+        lifespan=lifespan,
+    )
+    app.state.bqas = state
+
+    @app.post(
+        "/api/score",
+        operation_id="score",
+        summary="Score one sample now",
+        description="Judges the sample with every judge in `judges` and every RAGAS metric in `metrics` and "
+        "returns one result record per judge/metric. 503 with Retry-After when the LLM is unreachable.",
+        response_model=list[dict[str, Any]],
+        responses={
+            401: {"description": "no valid API key"},
+            429: {"description": "rate limit"},
+            503: {"description": "LLM unreachable"},
+        },
+    )
+    async def score(body: ScoreRequest, tenant: Tenant) -> Response:
+        backend, judge_language = _resolve(state, body)
+        call = ScoreCall(
+            fields=body.fields(),
+            judges=body.judges,
+            metrics=body.metrics,
+            language=body.language,
+            judge_language=judge_language,
+            response_id=body.response_id or f"req-{secrets.token_hex(6)}",
+            backend=backend,
+        )
+        try:
+            state.scorer.check(call.fields, call.judges, call.metrics, backend)
+            records = await state.scorer.score(call)
+        except RequestProblem as exc:
+            return _problem(exc)
+        except LLMUnavailable as exc:
+            retry = str(state.service.llm_retry_after)
+            return JSONResponse(
+                status_code=503,
+                content={"detail": f"{exc.reason}; retry later", "results": exc.records},
+                headers={"Retry-After": retry},
+            )
+        return FastJSON(records)
+
+    async def _submit(body: ScoreRequest, tenant: str) -> Response:
+        backend, judge_language = _resolve(state, body)
+        try:
+            if isinstance(body, SessionScoreRequest):
+                if len(body.turns) > state.service.max_turns:
+                    raise RequestProblem(
+                        ("body", "turns"),
+                        f"{len(body.turns)} turns; at most {state.service.max_turns} (setting BQAS_MAX_TURNS)",
+                    )
+                for i, turn in enumerate(body.turns):
+                    state.scorer.check(body.turn_fields(turn), body.judges, body.metrics, backend, ("body", "turns", i))
+            else:
+                state.scorer.check(body.fields(), body.judges, body.metrics, backend)
+        except RequestProblem as exc:
+            return _problem(exc)
+        job_id = await run_in_threadpool(
+            submit, state.store, tenant, body, backend=backend, judge_language=judge_language, language=body.language
+        )
+        if state.worker is not None:
+            state.worker.wake()
+        accepted = JobAccepted(job_id=job_id, status="queued", status_url=f"/api/jobs/{job_id}")
+        return JSONResponse(status_code=202, content=accepted.model_dump())
+
+    @app.post(
+        "/api/score/async",
+        operation_id="score_async",
+        summary="Queue one sample for scoring",
+        description="Same body as /api/score; answers 202 with a job id. Poll GET /api/jobs/{job_id}.",
+        status_code=202,
+        response_model=JobAccepted,
+    )
+    async def score_async(body: ScoreRequest, tenant: Tenant) -> Response:
+        return await _submit(body, tenant)
+
+    @app.post(
+        "/api/score/session_async",
+        operation_id="score_session_async",
+        summary="Queue a conversation for scoring",
+        description="Scores every turn with the same judges/metrics; the finished job has per-turn results "
+        "and an aggregate (mean composite, worst verdict, escalation count). Answers 202 with a job id.",
+        status_code=202,
+        response_model=JobAccepted,
+    )
+    async def score_session_async(body: SessionScoreRequest, tenant: Tenant) -> Response:
+        return await _submit(body, tenant)
+
+    @app.get(
+        "/api/jobs/{job_id}",
+        operation_id="get_job",
+        summary="Status and results of a job",
+        description="queued, running, done (with results) or failed (with the reason). Only the tenant "
+        "that submitted a job can see it; other ids answer 404.",
+        response_model=JobStatus,
+        responses={404: {"description": "no such job for this tenant"}},
+    )
+    async def job_status(job_id: str, tenant: Tenant) -> JobStatus:
+        job = await run_in_threadpool(get_job, state.store, job_id, tenant)
+        if job is None:
+            raise HTTPException(status_code=404, detail=f"no job {job_id!r}")
+        return await run_in_threadpool(status_view, state.store, job)
+
+    @app.get("/healthz", operation_id="healthz", include_in_schema=False)
+    async def healthz() -> Response:
+        try:
+            await run_in_threadpool(ping, state.store)
+        except Exception as exc:
+            health = Health(status="error", database=f"unreachable: {type(exc).__name__}", version=__version__)
+            return JSONResponse(status_code=503, content=health.model_dump())
+        return JSONResponse(Health(status="ok", database="ok", version=__version__).model_dump())
+
+    @app.get("/metrics", operation_id="metrics", include_in_schema=False)
+    async def prometheus_metrics() -> Response:
+        return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    # The last added is the outermost: metrics see every answer, 413 included; the body limit acts
+    # before anything reads the body.
+    app.add_middleware(BodySizeLimit, max_bytes=service.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app

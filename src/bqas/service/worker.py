@@ -1,0 +1,212 @@
+"""Job workers: claim a job, score its missing turns, store each turn as soon as it is scored, finish.
+
+Each claimed job has a lease that a heartbeat renews every third of ``job_lease_seconds``. A worker that
+dies (SIGKILL, power loss) stops renewing; once the lease has run out another worker, or the same server
+after a restart, claims the job again and scores only the turns not yet stored. A worker that finds its
+lease gone (it stalled and the job was reclaimed) stops working on the job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+from typing import Any
+
+from bqas.service.config import ServiceSettings
+from bqas.service.jobs import job_calls
+from bqas.service.metrics import ServiceMetrics
+from bqas.service.scoring import LLMUnavailable, RequestProblem, ScoreCall, Scorer, aggregate, redact
+from bqas.store.db import Store
+from bqas.store.service import JobView, add_item, claim_job, done_seqs, finish_job, job_items, renew_lease
+
+log = logging.getLogger("bqas.service.worker")
+
+
+class LeaseLost(RuntimeError):
+    """Another worker holds the job now."""
+
+
+class JobFailed(RuntimeError):
+    """The job cannot be completed; the message is the reason stored with it."""
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+class JobWorker:
+    """Processes up to ``worker_concurrency`` jobs at once in the running event loop."""
+
+    def __init__(
+        self,
+        store: Store,
+        scorer: Scorer,
+        service: ServiceSettings,
+        *,
+        metrics: ServiceMetrics | None = None,
+        name: str | None = None,
+    ):
+        self.store = store
+        self.scorer = scorer
+        self.service = service
+        self.metrics = metrics
+        self.name = name or worker_name()
+        self._wake = asyncio.Event()
+        self.processed: list[str] = []  # job ids this worker finished (for tests and logs)
+
+    def wake(self) -> None:
+        """Look for work now (called after a submission in the same process)."""
+        self._wake.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Claim and process jobs until ``stop`` is set."""
+        slots = asyncio.Semaphore(self.service.worker_concurrency)
+        tasks: set[asyncio.Task[None]] = set()
+        try:
+            while not stop.is_set():
+                await slots.acquire()
+                job = await self._claim()
+                if job is None:
+                    slots.release()
+                    self._wake.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), self.service.job_poll_seconds)
+                    continue
+                task = asyncio.create_task(self._guarded(job, slots))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def run_until_idle(self) -> int:
+        """Process jobs until none is claimable; returns how many were processed."""
+        count = 0
+        while True:
+            job = await self._claim()
+            if job is None:
+                return count
+            await self.process(job)
+            count += 1
+
+    async def _claim(self) -> JobView | None:
+        try:
+            return await asyncio.to_thread(claim_job, self.store, self.name, self.service.job_lease_seconds)
+        except Exception:  # a database hiccup must not kill the loop; try again at the next poll
+            log.exception("claiming a job failed")
+            return None
+
+    async def _guarded(self, job: JobView, slots: asyncio.Semaphore) -> None:
+        try:
+            await self.process(job)
+        except Exception:
+            log.exception("job %s crashed", job.id)
+        finally:
+            slots.release()
+
+    async def process(self, job: JobView) -> None:
+        """Score the job's missing turns with a heartbeat on the lease, then mark it done or failed."""
+        lost = asyncio.Event()
+        heartbeat = asyncio.create_task(self._heartbeat(job.id, lost))
+        try:
+            work = asyncio.create_task(self._score_missing(job))
+            lost_wait = asyncio.create_task(lost.wait())
+            done, _ = await asyncio.wait({work, lost_wait}, return_when=asyncio.FIRST_COMPLETED)
+            if work not in done:
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
+                raise LeaseLost(job.id)
+            lost_wait.cancel()
+            work.result()
+            await self._finish(job, "done")
+        except LeaseLost:
+            log.warning("job %s: lease lost to another worker; leaving it", job.id)
+        except JobFailed as exc:
+            await self._finish(job, "failed", str(exc))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("job %s failed", job.id)
+            await self._finish(job, "failed", f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
+
+    async def _heartbeat(self, job_id: str, lost: asyncio.Event) -> None:
+        interval = self.service.job_lease_seconds / 3
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                held = await asyncio.to_thread(
+                    renew_lease, self.store, job_id, self.name, self.service.job_lease_seconds
+                )
+            except Exception:
+                log.exception("renewing the lease of job %s failed", job_id)
+                continue
+            if not held:
+                lost.set()
+                return
+
+    async def _score_missing(self, job: JobView) -> None:
+        calls = job_calls(job)
+        finished = await asyncio.to_thread(done_seqs, self.store, job.id)
+        turns = asyncio.Semaphore(self.service.turn_concurrency)
+        language = job.request["resolved"].get("language") or self.scorer.settings.language
+
+        async def one(seq: int, call: ScoreCall) -> None:
+            async with turns:
+                records = await self._score_with_retries(seq, call, len(calls))
+                item: dict[str, Any] = {"turn": seq, "response_id": call.response_id, "results": records}
+                if self.service.redact_pii:
+                    item = redact(item, language)
+                await asyncio.to_thread(add_item, self.store, job.id, seq, item, self.name)
+
+        pending = [asyncio.create_task(one(seq, call)) for seq, call in enumerate(calls) if seq not in finished]
+        try:
+            await asyncio.gather(*pending)
+        finally:
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _score_with_retries(self, seq: int, call: ScoreCall, total: int) -> list[dict[str, Any]]:
+        where = f"turn {seq + 1} of {total}: " if total > 1 else ""
+        delay = self.service.job_retry_delay
+        for attempt in range(self.service.job_retries + 1):
+            try:
+                return await self.scorer.score(call)
+            except LLMUnavailable as exc:
+                if attempt == self.service.job_retries:
+                    raise JobFailed(
+                        f"{where}{exc.reason} (after {attempt + 1} attempts; setting BQAS_JOB_RETRIES)"
+                    ) from None
+                log.warning("job turn %d: %s; retry in %.1fs", seq, exc.reason, delay)
+                await asyncio.sleep(delay)
+                delay *= 2
+            except RequestProblem as exc:
+                raise JobFailed(f"{where}{'.'.join(map(str, exc.loc))}: {exc.message}") from None
+        raise AssertionError("unreachable")
+
+    async def _finish(self, job: JobView, status: str, error: str | None = None) -> None:
+        summary: dict[str, Any] | None = None
+        if status == "done" and job.kind == "session":
+            items = await asyncio.to_thread(job_items, self.store, job.id)
+            summary = aggregate([item["results"] for item in items])
+        request: dict[str, Any] | None = None
+        if self.service.redact_pii:
+            # The request is kept unmasked only while it may still be needed to score; scrub it now.
+            language = job.request["resolved"].get("language") or self.scorer.settings.language
+            request = redact(job.request, language)
+            error = redact(error, language) if error else error
+        finished = await asyncio.to_thread(
+            finish_job, self.store, job.id, self.name, status=status, error=error, aggregate=summary, request=request
+        )
+        if finished:
+            self.processed.append(job.id)
+            if self.metrics is not None:
+                self.metrics.jobs.labels(status).inc()
