@@ -2,7 +2,8 @@
 # Install (Debian package) and start a throwaway PostgreSQL on 127.0.0.1 for the store tests.
 # Prints the SQLAlchemy URL on stdout; everything else goes to stderr.
 set -euo pipefail
-PORT="${BQAS_PG_PORT:-54329}"
+# A free port unless one is given (a PostgreSQL of the session may already hold 5432 or 54329).
+PORT="${BQAS_PG_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
 if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; } >&2
 fi
