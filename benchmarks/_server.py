@@ -9,10 +9,13 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def scripted_server(latency: float, content: str) -> Iterator[str]:
-    """Yield the base URL of a scripted server answering ``content`` after ``latency`` seconds."""
+def scripted_server(latency: float, content: str, *, fast: bool = True) -> Iterator[str]:
+    """Yield the base URL of a scripted server answering ``content`` after ``latency`` seconds.
+
+    ``fast`` uses the minimal keep-alive responder, so the benchmark measures BQAS, not the fixture."""
+    extra = ["--fast"] if fast else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bqas.testing.scripted_llm", "--latency", str(latency), "--content", content],
+        [sys.executable, "-m", "bqas.testing.scripted_llm", "--latency", str(latency), "--content", content, *extra],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import json
 import random
 import time
 from collections.abc import Callable
@@ -24,10 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 
 from bqas.llm.cache import CachedReply, ResponseCache, cache_key
 
 MODES: tuple[str, ...] = ("json_schema", "json_object", "prompt")
+
+
+def _json_dumps(value: Any) -> str:
+    # orjson: request bodies carry the messages and the judge's schema on every call.
+    return orjson.dumps(value).decode()
 
 
 class LLMError(RuntimeError):
@@ -131,7 +136,9 @@ class LLMClient:
         if self._http is None or self._http.closed or self._sem is None:
             connector = aiohttp.TCPConnector(limit=max(1, self.config.concurrency))
             timeout = aiohttp.ClientTimeout(total=self.config.timeout, connect=min(10.0, self.config.timeout))
-            self._http = aiohttp.ClientSession(connector=connector, timeout=timeout, headers=self._headers)
+            self._http = aiohttp.ClientSession(
+                connector=connector, timeout=timeout, headers=self._headers, json_serialize=_json_dumps
+            )
             self._sem = asyncio.Semaphore(max(1, self.config.concurrency))
         return self._http, self._sem
 
@@ -273,10 +280,10 @@ class LLMClient:
 
     def _completion(self, text_body: str, calls: int) -> Completion:
         try:
-            body = json.loads(text_body)
+            body = orjson.loads(text_body)
             choice = body["choices"][0]
             text = choice["message"].get("content") or ""
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
+        except (orjson.JSONDecodeError, ValueError, KeyError, IndexError, TypeError) as exc:
             raise LLMError(f"malformed chat completion from server: {exc}") from None
         usage = body.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens") or 0)

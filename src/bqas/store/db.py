@@ -134,14 +134,15 @@ class Store:
             for key, seq, rec in records
         ]
         insert = pg_insert if self.dialect == "postgresql" else sqlite_insert
+        # One statement for every batch size (executemany with "insertmanyvalues"), so SQLAlchemy compiles
+        # it once; rowcount is unreliable for such inserts, so count the ids that come back.
         stmt = (
             insert(ResultRow)
-            .values(rows)
             .on_conflict_do_nothing(index_elements=["run_id", "sample_key"])
-            .returning(ResultRow.id)  # rowcount is unreliable for multi-row inserts; count what came back
+            .returning(ResultRow.id)
         )
-        with self.session.begin() as s:
-            inserted = s.execute(stmt).all()
+        with self.engine.begin() as conn:  # Core, not the ORM session: this runs on every batch of results
+            inserted = conn.execute(stmt, rows).all()
         return len(inserted)
 
     def iter_records(self, run_id: str, batch: int = 500) -> Iterator[dict[str, Any]]:

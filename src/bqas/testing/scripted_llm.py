@@ -215,13 +215,72 @@ async def _respond_raw(send: Send, status: int, body: bytes, headers: dict[str, 
     await send({"type": "http.response.body", "body": body})
 
 
+class _FastProtocol(asyncio.Protocol):
+    """A minimal HTTP/1.1 keep-alive responder (httptools parser) for benchmarks: every POST gets the same
+    chat completion after ``latency`` seconds. Much cheaper per request than the ASGI server above, so that
+    a benchmark measures the client, not this fixture."""
+
+    def __init__(self, body: bytes, latency: float):
+        import httptools
+
+        self._body = body
+        self._latency = latency
+        self._parser = httptools.HttpRequestParser(self)
+        self._transport: Any = None  # uvloop's transports are not asyncio.Transport subclasses
+        self._loop = asyncio.get_running_loop()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self._parser.feed_data(data)
+
+    def on_message_complete(self) -> None:
+        self._loop.call_later(self._latency, self._respond)
+
+    def _respond(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(self._body)}\r\n\r\n"
+            self._transport.write(head.encode() + self._body)
+
+
+def serve_fast(content: str, latency: float, port: int = 0) -> None:
+    """Serve a fixed chat completion with fixed latency on 127.0.0.1 until killed (prints ``PORT <n>``)."""
+    body = json.dumps(
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "model": "scripted",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 300, "completion_tokens": 40, "total_tokens": 340},
+        }
+    ).encode()
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: _FastProtocol(body, latency), "127.0.0.1", port, backlog=1024)
+        print(f"PORT {server.sockets[0].getsockname()[1]}", flush=True)
+        await server.serve_forever()
+
+    try:
+        import uvloop
+
+        uvloop.run(run())
+    except ImportError:
+        asyncio.run(run())
+
+
 def main() -> None:
     """Serve a fixed reply with fixed latency until killed (for benchmarks in another process)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument("--content", default="{}", help="assistant message content of every answer")
+    parser.add_argument("--fast", action="store_true", help="minimal keep-alive server (no scripting, no faults)")
     args = parser.parse_args()
+    if args.fast:
+        serve_fast(args.content, args.latency, args.port)
+        return
     server = ScriptedLLM(default=Reply(content=args.content), latency=args.latency, port=args.port).start()
     print(f"PORT {server.port}", flush=True)
     try:
