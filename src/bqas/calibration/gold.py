@@ -188,16 +188,56 @@ def load_gold(
             except json.JSONDecodeError as exc:
                 gold.problems.append(GoldProblem(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})"))
                 continue
-            if not isinstance(obj, dict):
-                gold.problems.append(GoldProblem(lineno, f"expected a JSON object, got {type(obj).__name__}"))
-                continue
-            obj = apply_maps(obj, maps or [])
-            if not _applies_to(obj, spec.name):
-                gold.other_judge += 1
-                continue
-            sample = _sample(spec, obj, lineno, default_language, gold)
-            if sample is not None:
-                gold.samples.append(sample)
+            _add(gold, spec, obj, lineno, maps, default_language)
+    return gold
+
+
+def _add(
+    gold: GoldSet,
+    spec: JudgeSpec,
+    obj: Any,
+    lineno: int,
+    maps: list[tuple[str, str]] | None,
+    default_language: str,
+) -> None:
+    """Check one gold object and add it to ``gold`` (as a sample, a problem or an other judge's line)."""
+    if not isinstance(obj, dict):
+        gold.problems.append(GoldProblem(lineno, f"expected a JSON object, got {type(obj).__name__}"))
+        return
+    obj = apply_maps(obj, maps or [])
+    if not _applies_to(obj, spec.name):
+        gold.other_judge += 1
+        return
+    sample = _sample(spec, obj, lineno, default_language, gold)
+    if sample is not None:
+        gold.samples.append(sample)
+
+
+STORE_PREFIX = "store:"
+
+
+def load_gold_store(
+    tenant: str,
+    spec: JudgeSpec,
+    *,
+    maps: list[tuple[str, str]] | None = None,
+    default_language: str = "de",
+    limit: int | None = None,
+) -> GoldSet:
+    """The reviewed items of ``tenant`` for ``spec``'s judge, straight from the store (``--gold store:TENANT``).
+
+    Lines are numbered by their position in the export (as ``bqas gold export`` would write them).
+    """
+    from bqas.review.gold import iter_gold
+    from bqas.store.db import open_store
+
+    gold = GoldSet(path=Path(f"{STORE_PREFIX}{tenant}"))
+    for lineno, obj in enumerate(iter_gold(open_store(), tenant, spec.name), start=1):
+        if limit is not None and len(gold.samples) >= limit:
+            gold.limited = True
+            break
+        gold.lines += 1
+        _add(gold, spec, obj, lineno, maps, default_language)
     return gold
 
 

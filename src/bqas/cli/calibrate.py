@@ -25,7 +25,13 @@ def register(app: typer.Typer) -> None:
 
 def calibrate_cmd(
     gold: Annotated[
-        Path, typer.Option("--gold", "-g", help="Gold JSON Lines: samples with human labels in 'expected'.")
+        Path,
+        typer.Option(
+            "--gold",
+            "-g",
+            help="Gold JSON Lines (samples with human labels in 'expected'), or store:TENANT for the "
+            "tenant's reviewed items in the store.",
+        ),
     ],
     judge: Annotated[str, typer.Option("--judge", "-j", help="Judge to calibrate, e.g. rag_hallucination.")],
     backend: Annotated[
@@ -82,6 +88,7 @@ def calibrate_cmd(
     """Run a judge on a gold-labelled JSONL and report how well it agrees with people.
 
     Example: bqas calibrate --gold gold.jsonl --judge rag_hallucination --backend offline --out calib/
+    (or --gold store:acme: the reviewed items of tenant acme, straight from the store)
 
     Reports the verdict confusion matrix, FPR and FNR (positive = people reject the response), accuracy,
     agreement, Cohen's κ, Spearman/Pearson per numeric dimension, gate agreement, abstention and latency,
@@ -135,7 +142,7 @@ def run_calibration(
 ) -> None:
     """Implementation of ``bqas calibrate``."""
     from bqas.calibration.evaluate import EngineRequest, JudgeConfig, run_config
-    from bqas.calibration.gold import GoldProblem, load_gold, parse_maps
+    from bqas.calibration.gold import STORE_PREFIX, GoldProblem, load_gold, load_gold_store, parse_maps
     from bqas.calibration.report import DEFINITION, calibration_report, compare_report
     from bqas.calibration.targets import check_agreement, check_judge, load_targets
     from bqas.judging.spec import JudgeFileError, JudgeRegistry, default_registry
@@ -160,7 +167,13 @@ def run_calibration(
     if spec.kind != "grader" or spec.scoring is None:
         raise _fail(f"judge {judge!r} is a {spec.kind}; calibrate needs a grader with a verdict")
     try:
-        gold = load_gold(gold_path, spec, maps=map_pairs, default_language=default_language, limit=limit)
+        if str(gold_path).startswith(STORE_PREFIX):
+            tenant = str(gold_path).removeprefix(STORE_PREFIX).strip()
+            if not tenant:
+                raise ValueError("--gold store:TENANT: name the tenant, e.g. store:acme")
+            gold = load_gold_store(tenant, spec, maps=map_pairs, default_language=default_language, limit=limit)
+        else:
+            gold = load_gold(gold_path, spec, maps=map_pairs, default_language=default_language, limit=limit)
     except ValueError as exc:
         raise _fail(str(exc)) from None
     for problem in gold.problems[:20]:

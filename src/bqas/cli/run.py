@@ -128,6 +128,10 @@ def run_scenario(
     except KeyboardInterrupt:
         typer.echo("\ninterrupted: resume with `bqas run --resume <run id>` (see `bqas runs`)", err=True)
         raise typer.Exit(130) from None
+    finally:
+        from bqas.review.alerts import flush_alerts
+
+        flush_alerts()  # webhooks of the review loop still in flight
     run = store.get_run(outcome.run_id)
     print_summary(run.summary, [t.as_dict() for t in outcome.thresholds], f"run {outcome.run_id} — {run.scenario}")
     typer.echo(f"judged now: {outcome.judged_now} · results: {outcome.out_dir / 'results.jsonl'}")
@@ -142,7 +146,12 @@ def list_runs(limit: int, as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    runs = _store().list_runs(limit)
+    from bqas.review.categories import new_categories
+
+    store = _store()
+    runs = store.list_runs(limit)
+    oldest = min((r.started_at for r in runs if r.started_at), default=None)
+    categories = new_categories(store, since=oldest, limit=20) if oldest else []
     rows = [
         {
             "id": r.id,
@@ -168,7 +177,15 @@ def list_runs(limit: int, as_json: bool) -> None:
         table.add_row(
             row["id"], row["scenario"], row["status"], str(row["total"]), rate, verdicts, str(row["started_at"])[:19]
         )
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    if categories:
+        # New error categories of the review loop (seed 002: "Neue Fehlerkategorien: Feedback an Entwicklung").
+        console.print("[bold]new error categories[/] (first seen during these runs):")
+        for cat in categories:
+            console.print(
+                f"  {cat.first_seen[:19]}  {cat.tenant}/{cat.judge}: {cat.category}  (e.g. {cat.response_id})"
+            )
 
 
 def show_run(run_id: str, as_json: bool) -> None:

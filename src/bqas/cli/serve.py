@@ -97,11 +97,12 @@ def worker(
             raise _fail("--concurrency: expected at least 1")
         service.worker_concurrency = concurrency
     settings = get_settings()
+    from bqas.review.settings import get_review_settings
 
     async def main() -> None:
         store = open_store(settings.resolved_database_url())
         scorer = Scorer(settings, service)
-        job_worker = JobWorker(store, scorer, service)
+        job_worker = JobWorker(store, scorer, service, review=get_review_settings().review)
         try:
             if once:
                 count = await job_worker.run_until_idle()

@@ -11,7 +11,7 @@ Backends:
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -35,11 +35,17 @@ class InvalidSample(ValueError):
         self.field = field
 
 
+ExamplesProvider = Callable[[str, Mapping[str, Any], str], Awaitable[str]]
+
+
 @dataclass
 class EngineOptions:
     backend: BackendChoice = "auto"
     default_language: str = "de"
     max_field_chars: int = 20_000
+    # Optional: (judge, input values, prompt language) -> a block of similar human-reviewed cases, fenced
+    # as data, appended to the LLM prompt as calibration examples (the review loop's memory provides it).
+    examples: ExamplesProvider | None = None
 
 
 def check_inputs(spec: JudgeSpec, sample: Mapping[str, Any]) -> dict[str, Any]:
@@ -132,6 +138,10 @@ class JudgeEngine:
                 f"input {name} truncated from {length} to ~{self.options.max_field_chars} characters"
             )
         messages = list(prompt.messages)
+        if self.options.examples is not None:
+            block = await self.options.examples(spec.name, values, prompt.language)
+            if block:
+                messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{block}"}
 
         def valid(text: str) -> bool:
             return parse_reply(text, spec.schema).ok

@@ -191,8 +191,12 @@ async def execute_run(
     skip: set[str] | None = None,
     on_progress: ProgressHook | None = None,
     flush_every: int = 200,
+    review_tenant: str | None = None,
 ) -> int:
-    """Judge all work items not in ``skip``; returns how many were judged in this call."""
+    """Judge all work items not in ``skip``; returns how many were judged in this call.
+
+    With ``review_tenant``, each batch goes through the review loop (memory, consistency check, review
+    queue, categories, alerts) as that tenant before it is stored."""
     skip = skip or set()
     queue: asyncio.Queue[WorkItem | None] = asyncio.Queue(maxsize=concurrency * 2)
     # Bounded: when the store falls behind, workers wait instead of piling results up in memory.
@@ -232,10 +236,19 @@ async def execute_run(
                     done = True
                     break
                 batch.append(nxt)
-            # Written in a thread so that the event loop keeps judging while SQLite commits.
-            await asyncio.to_thread(store.add_results, run_id, batch)
+            # Written in a thread so that the event loop keeps judging while the store commits.
+            await asyncio.to_thread(persist, batch)
             if on_progress is not None:
                 on_progress(len(batch))
+
+    def persist(batch: list[tuple[str, int, dict[str, Any]]]) -> None:
+        if review_tenant is not None:
+            # The review loop first: it may add a consistency warning and an escalation to a record.
+            from bqas.review.process import process_results
+
+            amended = process_results(store, review_tenant, [rec for _, _, rec in batch], source=run_id)
+            batch = [(key, seq, rec) for (key, seq, _), rec in zip(batch, amended, strict=True)]
+        store.add_results(run_id, batch)
 
     writer_task = asyncio.create_task(writer())
     try:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bqas.judging.engine import JudgeEngine
+from bqas.judging.engine import ExamplesProvider, JudgeEngine
 from bqas.judging.factory import LLMOverrides, build_engine
+from bqas.review.settings import get_review_settings
 from bqas.runner.dataset import count_items
 from bqas.runner.execute import execute_run, new_run_id, work_items
 from bqas.runner.scenario import Scenario, ScenarioError, load_scenario, scenario_fingerprint
@@ -177,7 +178,11 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
         store.update_run(run_id, status="running")
     done = store.done_keys(run_id)
     concurrency = request.concurrency or scenario.concurrency
-    judged = _run_with_progress(engine, scenario, store, run_id, done, total, concurrency, request.progress)
+    review = get_review_settings()
+    tenant = review.local_tenant if review.review else None
+    if tenant is not None and review.memory_examples and engine.llm is not None:
+        engine.options.examples = _memory_examples(store, tenant, review.memory_examples_k)
+    judged = _run_with_progress(engine, scenario, store, run_id, done, total, concurrency, request.progress, tenant)
     summary = summarize(store.iter_records(run_id))
     llm = scenario.llm
     cost = cost_estimate(
@@ -203,6 +208,16 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
+def _memory_examples(store: Store, tenant: str, k: int) -> ExamplesProvider:
+    """Similar human-reviewed cases from the review memory as calibration examples for the LLM judge."""
+    from bqas.review.memory import calibration_examples
+
+    async def provide(judge: str, values: Mapping[str, Any], language: str) -> str:
+        return await asyncio.to_thread(calibration_examples, store, tenant, judge, values, k, language=language)
+
+    return provide
+
+
 def _run_with_progress(
     engine: JudgeEngine,
     scenario: Scenario,
@@ -212,6 +227,7 @@ def _run_with_progress(
     total: int,
     concurrency: int,
     show: bool,
+    review_tenant: str | None = None,
 ) -> int:
     from rich.progress import (
         BarColumn,
@@ -225,7 +241,9 @@ def _run_with_progress(
     async def main() -> int:
         try:
             if not show:
-                return await execute_run(engine, scenario, store, run_id, concurrency=concurrency, skip=done)
+                return await execute_run(
+                    engine, scenario, store, run_id, concurrency=concurrency, skip=done, review_tenant=review_tenant
+                )
             columns = (
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
@@ -244,7 +262,14 @@ def _run_with_progress(
                     progress.update(task, rate=f"{speed:.1f}" if speed else "–")
 
                 return await execute_run(
-                    engine, scenario, store, run_id, concurrency=concurrency, skip=done, on_progress=advance
+                    engine,
+                    scenario,
+                    store,
+                    run_id,
+                    concurrency=concurrency,
+                    skip=done,
+                    on_progress=advance,
+                    review_tenant=review_tenant,
                 )
         finally:
             if engine.llm is not None:

@@ -21,6 +21,10 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from bqas import __version__
+from bqas.review.memory import embedder as memory_embedder
+from bqas.review.process import process_results
+from bqas.review.settings import get_review_settings
+from bqas.review.web import review_router
 from bqas.service.auth import Authenticator
 from bqas.service.config import ServiceSettings
 from bqas.service.jobs import status_view, submit
@@ -61,6 +65,7 @@ class ServiceState:
     metrics: ServiceMetrics
     worker: JobWorker | None
     default_judge_language: str
+    review: bool = True
 
 
 bearer_scheme = HTTPBearer(auto_error=False, description=AUTH_HELP, scheme_name="bearerAuth")
@@ -117,6 +122,11 @@ def _resolve(state: ServiceState, body: ScoreRequest) -> tuple[str, str]:
     return body.backend or state.service.service_backend, body.judge_language or state.default_judge_language
 
 
+def warm_up_memory() -> None:
+    """Load the review memory's embedding model once at start-up."""
+    memory_embedder().embed(["warm up"])
+
+
 def create_app(
     *,
     settings: Settings | None = None,
@@ -134,7 +144,8 @@ def create_app(
         default_jl = "en"
     metrics = ServiceMetrics()
     scorer = Scorer(settings, service, metrics)
-    worker = JobWorker(store, scorer, service, metrics=metrics) if run_worker else None
+    review = get_review_settings().review
+    worker = JobWorker(store, scorer, service, metrics=metrics, review=review) if run_worker else None
     state = ServiceState(
         settings=settings,
         service=service,
@@ -145,6 +156,7 @@ def create_app(
         metrics=metrics,
         worker=worker,
         default_judge_language=default_jl,
+        review=review,
     )
 
     @contextlib.asynccontextmanager
@@ -153,6 +165,8 @@ def create_app(
         task = asyncio.create_task(worker.run(stop)) if worker is not None else None
         # Long-lived objects (judges, lexicons, the embedding model) go to the permanent generation, so
         # the collector's full passes stay short and do not show up as latency spikes.
+        if review:  # load the embedding model now, not on the first request
+            await run_in_threadpool(warm_up_memory)
         gc.collect()
         gc.freeze()
         try:
@@ -175,6 +189,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.bqas = state
+    if state.review:
+        app.include_router(review_router(state.store, state.auth))
 
     @app.post(
         "/api/score",
@@ -211,6 +227,10 @@ def create_app(
                 status_code=503,
                 content={"detail": f"{exc.reason}; retry later", "results": exc.records},
                 headers={"Retry-After": retry},
+            )
+        if state.review:
+            records = await run_in_threadpool(
+                process_results, state.store, tenant, records, samples=[call.fields] * len(records), source="api"
             )
         return FastJSON(records)
 

@@ -16,6 +16,7 @@ import secrets
 import socket
 from typing import Any
 
+from bqas.review.process import process_results
 from bqas.service.config import ServiceSettings
 from bqas.service.jobs import job_calls
 from bqas.service.metrics import ServiceMetrics
@@ -49,7 +50,9 @@ class JobWorker:
         *,
         metrics: ServiceMetrics | None = None,
         name: str | None = None,
+        review: bool = False,
     ):
+        self.review = review  # run the review loop (queue, memory, alerts) on each turn's results
         self.store = store
         self.scorer = scorer
         self.service = service
@@ -161,6 +164,15 @@ class JobWorker:
         async def one(seq: int, call: ScoreCall) -> None:
             async with turns:
                 records = await self._score_with_retries(seq, call, len(calls))
+                if self.review:
+                    records = await asyncio.to_thread(
+                        process_results,
+                        self.store,
+                        job.tenant,
+                        records,
+                        samples=[call.fields] * len(records),
+                        source=job.id,
+                    )
                 item: dict[str, Any] = {"turn": seq, "response_id": call.response_id, "results": records}
                 if self.service.redact_pii:
                     item = redact(item, language)

@@ -136,11 +136,7 @@ class Store:
         insert = pg_insert if self.dialect == "postgresql" else sqlite_insert
         # One statement for every batch size (executemany with "insertmanyvalues"), so SQLAlchemy compiles
         # it once; rowcount is unreliable for such inserts, so count the ids that come back.
-        stmt = (
-            insert(ResultRow)
-            .on_conflict_do_nothing(index_elements=["run_id", "sample_key"])
-            .returning(ResultRow.id)
-        )
+        stmt = insert(ResultRow).on_conflict_do_nothing(index_elements=["run_id", "sample_key"]).returning(ResultRow.id)
         with self.engine.begin() as conn:  # Core, not the ORM session: this runs on every batch of results
             inserted = conn.execute(stmt, rows).all()
         return len(inserted)

@@ -1,0 +1,348 @@
+"""The per-tenant review queue: escalated judgments in, human decisions (gold labels) out.
+
+Statuses: ``open`` (waiting), ``reviewed`` (a person set the verdict and labels: a gold label) and
+``dismissed`` (looked at, no label). An item is unique per tenant + source + response id + judge, so
+enqueueing the same results twice (a resumed run, a retried job) adds nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from bqas.review.labels import human_composite, label_fields, parse_labels, spec_for
+from bqas.review.records import insert_for, record_inputs, record_source, record_time
+from bqas.review.tables import ITEM_STATUSES, Judgment, ReviewItem
+from bqas.store.db import Store
+
+if TYPE_CHECKING:
+    from bqas.judging.spec import JudgeRegistry
+
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """A review item as read from the store."""
+
+    id: int
+    tenant: str
+    source: str
+    response_id: str
+    judge: str
+    language: str | None
+    verdict: str | None
+    composite: float | None
+    status: str
+    reasons: list[str]
+    record: dict[str, Any]
+    inputs: dict[str, Any] | None
+    at: float
+    reviewed_at: float | None
+    reviewer: str | None
+    human_verdict: str | None
+    human_values: dict[str, Any] | None
+    human_composite: float | None
+    comment: str | None
+
+
+_FIELDS = [f.name for f in fields(ItemView)]
+
+
+def _view(row: ReviewItem) -> ItemView:
+    return ItemView(**{name: getattr(row, name) for name in _FIELDS})
+
+
+def item_rows(
+    tenant: str,
+    records: Sequence[Mapping[str, Any]],
+    *,
+    source: str = "",
+    samples: Sequence[Mapping[str, Any] | None] | None = None,
+    registry: JudgeRegistry | None = None,
+) -> list[dict[str, Any]]:
+    """Rows for the escalated records (those with ``escalation``); ``samples`` align with ``records``."""
+    rows: list[dict[str, Any]] = []
+    now = time.time()
+    for i, rec in enumerate(records):
+        if not rec.get("escalation") or not rec.get("judge") or not rec.get("response_id"):
+            continue
+        spec = spec_for(registry, str(rec["judge"]))
+        sample = samples[i] if samples is not None and i < len(samples) else None
+        inputs = record_inputs(rec, sample, list(spec.inputs) if spec else None)
+        rows.append(
+            {
+                "tenant": tenant,
+                "source": record_source(rec, source),
+                "response_id": str(rec["response_id"])[:300],
+                "judge": str(rec["judge"])[:100],
+                "language": rec.get("language"),
+                "verdict": rec.get("verdict"),
+                "composite": rec.get("composite_score"),
+                "status": "open",
+                "reasons": [str(r) for r in rec.get("escalation_reasons") or []],
+                "record": dict(rec),
+                "inputs": inputs,
+                "at": record_time(rec, now),
+            }
+        )
+    return rows
+
+
+def insert_items(store: Store, session: Session, rows: list[dict[str, Any]]) -> int:
+    """Insert queue rows in one statement; rows already queued are skipped. Returns how many were new."""
+    if not rows:
+        return 0
+    stmt = (
+        insert_for(store)(ReviewItem)
+        .values(rows)
+        .on_conflict_do_nothing(index_elements=["tenant", "source", "response_id", "judge"])
+        .returning(ReviewItem.id)
+    )
+    return len(session.execute(stmt).all())
+
+
+def enqueue_escalations(
+    store: Store,
+    tenant: str,
+    records: Sequence[Mapping[str, Any]],
+    *,
+    source: str = "",
+    samples: Sequence[Mapping[str, Any] | None] | None = None,
+    registry: JudgeRegistry | None = None,
+) -> int:
+    """Put every record with ``escalation`` into ``tenant``'s queue; returns how many were newly queued.
+
+    The record keeps everything (scores, provenance, reasoning, reasons); the inputs come from the
+    record's ``inputs`` (the runner adds them) or from ``samples`` aligned with ``records``. ``source``
+    is used for records without ``source``/``run_id``/``job_id``.
+    """
+    rows = item_rows(tenant, records, source=source, samples=samples, registry=registry)
+    if not rows:
+        return 0
+    with store.session.begin() as s:
+        return insert_items(store, s, rows)
+
+
+@dataclass(frozen=True)
+class ItemFilter:
+    """Filters of the queue view (None: any)."""
+
+    judge: str | None = None
+    verdict: str | None = None
+    language: str | None = None
+    status: str | None = "open"
+    since: float | None = None  # epoch seconds, inclusive
+    until: float | None = None  # epoch seconds, exclusive
+
+    def clauses(self, tenant: str) -> list[Any]:
+        out: list[Any] = [ReviewItem.tenant == tenant]
+        if self.judge:
+            out.append(ReviewItem.judge == self.judge)
+        if self.verdict:
+            out.append(ReviewItem.verdict == self.verdict)
+        if self.language:
+            out.append(ReviewItem.language == self.language)
+        if self.status:
+            out.append(ReviewItem.status == self.status)
+        if self.since is not None:
+            out.append(ReviewItem.at >= self.since)
+        if self.until is not None:
+            out.append(ReviewItem.at < self.until)
+        return out
+
+
+# Queue order: newest first, id as tie-breaker (stable paging and next/previous).
+_ORDER = (ReviewItem.at.desc(), ReviewItem.id.desc())
+
+
+def list_items(
+    store: Store, tenant: str, flt: ItemFilter, *, offset: int = 0, limit: int = PAGE_SIZE
+) -> tuple[list[ItemView], int]:
+    """One page of the tenant's queue under ``flt`` and the total count."""
+    where = flt.clauses(tenant)
+    with store.session() as s:
+        total = int(s.scalar(select(func.count(ReviewItem.id)).where(*where)) or 0)
+        rows = s.scalars(select(ReviewItem).where(*where).order_by(*_ORDER).offset(offset).limit(limit)).all()
+        return [_view(r) for r in rows], total
+
+
+def get_item(store: Store, tenant: str, item_id: int) -> ItemView | None:
+    """An item of ``tenant`` (None when it does not exist or belongs to another tenant)."""
+    with store.session() as s:
+        row = s.get(ReviewItem, item_id)
+        return _view(row) if row is not None and row.tenant == tenant else None
+
+
+def adjacent_ids(store: Store, tenant: str, item: ItemView, flt: ItemFilter) -> tuple[int | None, int | None]:
+    """(previous, next) item ids around ``item`` in queue order under ``flt``."""
+    where = flt.clauses(tenant)
+    newer = or_(ReviewItem.at > item.at, and_(ReviewItem.at == item.at, ReviewItem.id > item.id))
+    older = or_(ReviewItem.at < item.at, and_(ReviewItem.at == item.at, ReviewItem.id < item.id))
+    with store.session() as s:
+        prev = s.scalar(
+            select(ReviewItem.id).where(*where, newer).order_by(ReviewItem.at.asc(), ReviewItem.id.asc()).limit(1)
+        )
+        nxt = s.scalar(select(ReviewItem.id).where(*where, older).order_by(*_ORDER).limit(1))
+    return prev, nxt
+
+
+def facets(store: Store, tenant: str) -> dict[str, list[str]]:
+    """The judges, verdicts and languages present in the tenant's queue (for the filter selects)."""
+    out: dict[str, list[str]] = {}
+    with store.session() as s:
+        for name, column in (
+            ("judge", ReviewItem.judge),
+            ("verdict", ReviewItem.verdict),
+            ("language", ReviewItem.language),
+        ):
+            values = s.scalars(select(column).where(ReviewItem.tenant == tenant).distinct()).all()
+            out[name] = sorted(str(v) for v in values if v)
+    return out
+
+
+def status_counts(store: Store, tenant: str) -> dict[str, int]:
+    """Items per status of the tenant."""
+    with store.session() as s:
+        rows = s.execute(
+            select(ReviewItem.status, func.count(ReviewItem.id))
+            .where(ReviewItem.tenant == tenant)
+            .group_by(ReviewItem.status)
+        ).all()
+    counts = {status: 0 for status in ITEM_STATUSES}
+    counts.update({str(a): int(b) for a, b in rows})
+    return counts
+
+
+class ReviewError(ValueError):
+    """The submitted review is not valid (messages name the fields)."""
+
+    def __init__(self, errors: list[str]):
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+def submit_review(
+    store: Store,
+    tenant: str,
+    item_id: int,
+    *,
+    verdict: str | None,
+    raw_values: Mapping[str, str],
+    comment: str | None,
+    reviewer: str | None,
+    registry: JudgeRegistry | None = None,
+) -> ItemView | None:
+    """Record a human decision; the item becomes ``reviewed`` (a gold label) and enters the memory.
+
+    ``raw_values`` are the form's strings per dimension ("" = no label). Raises :class:`ReviewError` on
+    invalid input; returns None when the item is not the tenant's.
+    """
+    item = get_item(store, tenant, item_id)
+    if item is None:
+        return None
+    spec = spec_for(registry, item.judge)
+    human_verdict, values, errors = parse_labels(label_fields(spec, item.record), verdict, raw_values)
+    if errors:
+        raise ReviewError(errors)
+    composite = human_composite(spec, values)
+    now = time.time()
+    comment = (comment or "").strip()[:5000] or None
+    with store.session.begin() as s:
+        s.execute(
+            update(ReviewItem)
+            .where(ReviewItem.id == item_id, ReviewItem.tenant == tenant)
+            .values(
+                status="reviewed",
+                reviewed_at=now,
+                reviewer=reviewer,
+                human_verdict=human_verdict,
+                human_values=values,
+                human_composite=composite,
+                comment=comment,
+            )
+        )
+        _remember(store, s, item, human_verdict, values, composite, now)
+    return get_item(store, tenant, item_id)
+
+
+def _remember(
+    store: Store,
+    s: Session,
+    item: ItemView,
+    verdict: str | None,
+    values: dict[str, Any],
+    composite: float | None,
+    now: float,
+) -> None:
+    """Put the human values on the item's memory row (created, with its embedding, when missing)."""
+    from bqas.review.memory import embedder, input_text, to_bytes
+    from bqas.review.records import dimension_values
+
+    human = {
+        "review_item_id": item.id,
+        "reviewed_at": now,
+        "human_verdict": verdict,
+        "human_values": values,
+        "human_composite": composite,
+    }
+    key = (
+        Judgment.tenant == item.tenant,
+        Judgment.source == item.source,
+        Judgment.response_id == item.response_id,
+        Judgment.judge == item.judge,
+    )
+    row = s.execute(select(Judgment.id, Judgment.embedding).where(*key)).first()
+    text = input_text(item.inputs)
+    emb = embedder()
+    if row is not None and row[1] is not None:
+        s.execute(update(Judgment).where(Judgment.id == row[0]).values(**human))
+        return
+    vector = to_bytes(emb.embed([text])[0]) if text else None
+    if row is not None:
+        s.execute(update(Judgment).where(Judgment.id == row[0]).values(embedding=vector, embedder=emb.name, **human))
+        return
+    s.execute(
+        insert_for(store)(Judgment)
+        .values(
+            tenant=item.tenant,
+            source=item.source,
+            response_id=item.response_id,
+            judge=item.judge,
+            language=item.language,
+            verdict=item.verdict,
+            composite=item.composite,
+            scores=dimension_values(item.record),
+            at=item.at,
+            embedder=emb.name if vector else None,
+            embedding=vector,
+            **human,
+        )
+        .on_conflict_do_nothing(index_elements=["tenant", "source", "response_id", "judge"])
+    )
+
+
+def dismiss_item(store: Store, tenant: str, item_id: int, reviewer: str | None) -> bool:
+    """Mark an item ``dismissed`` (no label); False when it is not the tenant's."""
+    with store.session.begin() as s:
+        result = s.execute(
+            update(ReviewItem)
+            .where(ReviewItem.id == item_id, ReviewItem.tenant == tenant)
+            .values(status="dismissed", reviewed_at=time.time(), reviewer=reviewer)
+        )
+        if not getattr(result, "rowcount", 0):
+            return False
+        # A dismissed item is no gold label: take a human value it had out of the memory again.
+        item = s.get(ReviewItem, item_id)
+        assert item is not None
+        s.execute(
+            update(Judgment)
+            .where(Judgment.review_item_id == item_id, Judgment.tenant == tenant)
+            .values(reviewed_at=None, human_verdict=None, human_values=None, human_composite=None)
+        )
+        return True
