@@ -53,10 +53,14 @@ def main() -> None:
     every = [t for ts in times.values() for t in ts]
     for judge, ts in sorted(times.items()):
         q = statistics.quantiles(ts, n=20)
-        print(f"{judge:18s} n={len(ts):4d}  mean {statistics.fmean(ts):6.2f} ms  p50 {statistics.median(ts):6.2f} ms"
-              f"  p95 {q[18]:6.2f} ms")
+        print(
+            f"{judge:18s} n={len(ts):4d}  mean {statistics.fmean(ts):6.2f} ms  p50 {statistics.median(ts):6.2f} ms"
+            f"  p95 {q[18]:6.2f} ms"
+        )
     mean = statistics.fmean(every)
-    print(f"all judges: n={len(every)} mean {mean:.2f} ms per sample (target < 50 ms: {'met' if mean < 50 else 'MISSED'})")
+    print(
+        f"all judges: n={len(every)} mean {mean:.2f} ms per sample (target < 50 ms: {'met' if mean < 50 else 'MISSED'})"
+    )
 
 
 if __name__ == "__main__":
