@@ -8,12 +8,12 @@ dotted path into nested objects. A line that cannot be used is reported with its
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bqas.jsonl import iter_json_objects
 from bqas.judging.engine import InvalidSample, check_inputs
 from bqas.judging.spec import JudgeSpec
 from bqas.settings import check_language
@@ -176,19 +176,15 @@ def load_gold(
     except OSError as exc:
         raise ValueError(f"{path}: cannot read gold file: {exc.strerror}") from None
     with handle:
-        for lineno, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
+        for row in iter_json_objects(handle):
             if limit is not None and len(gold.samples) >= limit:
                 gold.limited = True
                 break
             gold.lines += 1
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                gold.problems.append(GoldProblem(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+            if row.value is None:
+                gold.problems.append(GoldProblem(row.line, str(row.problem)))
                 continue
-            _add(gold, spec, obj, lineno, maps, default_language)
+            _add(gold, spec, row.value, row.line, maps, default_language)
     return gold
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from bqas.jsonl import iter_json_objects
 from bqas.judging.engine import InvalidSample, JudgeEngine
 from bqas.judging.factory import LLMOverrides, build_engine
 from bqas.settings import get_settings
@@ -34,16 +35,10 @@ def read_samples(source: str) -> list[tuple[int, dict[str, Any]]]:
     if isinstance(whole, list):
         raise ValueError(f"{name}: a JSON array is not accepted; give one object or JSON Lines")
     samples = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{name}:{lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise ValueError(f"{name}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-        samples.append((lineno, obj))
+    for row in iter_json_objects(text.splitlines()):
+        if row.value is None:
+            raise ValueError(row.error(name))
+        samples.append((row.line, row.value))
     return samples
 
 

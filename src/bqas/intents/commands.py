@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from bqas.intents.examples import DataError, Labelled, default_examples_path, load_label_list, load_labelled
+from bqas.jsonl import iter_json_objects
 
 
 def _fail(message: str) -> typer.Exit:
@@ -100,22 +101,15 @@ def _read_texts(path: Path, text_field: str) -> list[dict[str, Any]]:
     except OSError as exc:
         raise DataError(f"{path}: cannot read: {exc.strerror}") from None
     rows: list[dict[str, Any]] = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
-        value = (
-            obj.get(text_field, obj.get("user_input") if text_field == "text" else None)
-            if isinstance(obj, dict)
-            else None
-        )
+    for line in iter_json_objects(lines):
+        if line.value is None:
+            raise DataError(line.error(str(path)))
+        obj = line.value
+        value = obj.get(text_field, obj.get("user_input") if text_field == "text" else None)
         if not isinstance(value, str) or not value.strip():
-            raise DataError(f"{path}:{lineno}: field {text_field!r}: missing or empty text")
+            raise DataError(f"{path}:{line.line}: field {text_field!r}: missing or empty text")
         row: dict[str, Any] = {"text": value}
-        if isinstance(obj, dict) and obj.get("id") is not None:
+        if obj.get("id") is not None:
             row = {"id": obj["id"], **row}
         rows.append(row)
     if not rows:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 import yaml
+
+from bqas.jsonl import iter_json_objects
 
 
 class DataError(ValueError):
@@ -37,15 +38,10 @@ def load_labelled(path: Path, *, text_field: str = "text", label_field: str = "i
     except OSError as exc:
         raise DataError(f"{path}: cannot read: {exc.strerror}") from None
     out: list[Labelled] = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise DataError(f"{path}:{lineno}: expected a JSON object")
+    for row in iter_json_objects(lines):
+        if row.value is None:
+            raise DataError(row.error(str(path)))
+        lineno, obj = row.line, row.value
         text = obj.get(text_field)
         label = obj.get(label_field, obj.get("expected_intent") if label_field == "intent" else None)
         if not isinstance(text, str) or not text.strip():

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bqas.jsonl import iter_json_objects
 from bqas.runner.scenario import Scenario
 
 
@@ -69,19 +70,12 @@ def iter_dataset(scenario: Scenario) -> Iterator[DatasetItem]:
 
 def _iter_jsonl(path: Path, mapping: dict[str, str]) -> Iterator[DatasetItem]:
     with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
+        for row in iter_json_objects(fh):
+            if row.value is None:
+                yield DatasetItem(row.line, f"line-{row.line}", error=row.error(path.name))
                 continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield DatasetItem(line_no, f"line-{line_no}", error=f"{path.name}:{line_no}: invalid JSON: {exc.msg}")
-                continue
-            if not isinstance(data, dict):
-                yield DatasetItem(line_no, f"line-{line_no}", error=f"{path.name}:{line_no}: expected a JSON object")
-                continue
-            data = _apply_mapping(data, mapping)
-            yield DatasetItem(line_no, _sample_id(data, line_no), data)
+            data = _apply_mapping(row.value, mapping)
+            yield DatasetItem(row.line, _sample_id(data, row.line), data)
 
 
 def _iter_csv(path: Path, mapping: dict[str, str]) -> Iterator[DatasetItem]:
