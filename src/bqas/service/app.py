@@ -22,7 +22,6 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from bqas import __version__
 from bqas.review.memory import embedder as memory_embedder
-from bqas.review.process import process_results
 from bqas.review.settings import get_review_settings
 from bqas.review.web import review_router
 from bqas.service.auth import Authenticator
@@ -38,6 +37,7 @@ from bqas.service.models import (
     SessionScoreRequest,
     check_judge_language,
 )
+from bqas.service.review_feed import ReviewFeed
 from bqas.service.scoring import LLMUnavailable, RequestProblem, ScoreCall, Scorer
 from bqas.service.worker import JobWorker
 from bqas.settings import Settings, get_settings
@@ -66,6 +66,7 @@ class ServiceState:
     worker: JobWorker | None
     default_judge_language: str
     review: bool = True
+    feed: ReviewFeed | None = None
 
 
 bearer_scheme = HTTPBearer(auto_error=False, description=AUTH_HELP, scheme_name="bearerAuth")
@@ -167,6 +168,8 @@ def create_app(
         # the collector's full passes stay short and do not show up as latency spikes.
         if review:  # load the embedding model now, not on the first request
             await run_in_threadpool(warm_up_memory)
+            state.feed = ReviewFeed(store)
+            state.feed.start()
         gc.collect()
         gc.freeze()
         try:
@@ -178,6 +181,8 @@ def create_app(
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+            if state.feed is not None:
+                await state.feed.close()
             await scorer.aclose()
 
     url = public_url or service.public_url
@@ -228,10 +233,8 @@ def create_app(
                 content={"detail": f"{exc.reason}; retry later", "results": exc.records},
                 headers={"Retry-After": retry},
             )
-        if state.review:
-            records = await run_in_threadpool(
-                process_results, state.store, tenant, records, samples=[call.fields] * len(records), source="api"
-            )
+        if state.feed is not None:
+            state.feed.put(tenant, records, call.fields)  # reviewed in the background, off the request path
         return FastJSON(records)
 
     async def _submit(body: ScoreRequest, tenant: str) -> Response:
