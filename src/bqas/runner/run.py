@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -79,8 +80,6 @@ def _engine_for(
     backend = (stored or {}).get("backend") or request.backend or scenario.backend
     o = request.overrides
     llm = scenario.llm
-    import os
-
     overrides = LLMOverrides(
         base_url=o.base_url or llm.base_url,
         model=o.model or llm.model,

@@ -179,7 +179,7 @@ def load_scenario(path: Path) -> Scenario:
             raise ScenarioError(
                 f"{path}:{_line_for(lines, ('judges', i))}: judges[{i}]: {judge!r} generates, it does not grade"
             )
-    for key, minimum in scenario.thresholds.dimensions.items():
+    for key in scenario.thresholds.dimensions:
         dim = key.split(".")[-1]
         judges = [key.split(".")[0]] if "." in key else [*scenario.judges, "ragas"]
         known = any(dim in registry.get(j).dimensions for j in judges if j in registry.names()) or (
@@ -190,7 +190,6 @@ def load_scenario(path: Path) -> Scenario:
                 f"{path}:{_line_for(lines, ('thresholds', 'dimensions', key))}: thresholds.dimensions.{key}: "
                 f"no judge of this scenario has a dimension {dim!r}"
             )
-        del minimum
     dataset = scenario.dataset_path()
     if dataset is not None and not dataset.is_file():
         raise ScenarioError(f"{path}:{_line_for(lines, ('dataset',))}: dataset: file not found: {dataset}")
