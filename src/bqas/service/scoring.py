@@ -10,6 +10,7 @@ import asyncio
 import importlib
 import inspect
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -19,6 +20,7 @@ from bqas.judging.factory import build_engine
 from bqas.service.config import ServiceSettings
 from bqas.service.metrics import ServiceMetrics
 from bqas.settings import Settings
+from bqas.store.db import Store
 
 UNAVAILABLE = "LLM unavailable"
 # Worst first; "unscored" (needs a person) ranks between failed and needs_review.
@@ -72,6 +74,23 @@ def ragas_api() -> ModuleType | None:
         return None
 
 
+# Whose request is being scored (set by the endpoint or the job worker; engines are shared by tenants).
+CURRENT_TENANT: ContextVar[tuple[Store, str] | None] = ContextVar("bqas_current_tenant", default=None)
+
+
+async def _memory_examples(judge: str, values: Mapping[str, Any], language: str) -> str:
+    """Similar cases the current tenant's reviewers decided, fenced as data, for the LLM judge."""
+    current = CURRENT_TENANT.get()
+    if current is None:
+        return ""
+    from bqas.review.memory import calibration_examples
+    from bqas.review.settings import get_review_settings
+
+    store, tenant = current
+    k = get_review_settings().memory_examples_k
+    return await asyncio.to_thread(calibration_examples, store, tenant, judge, values, k, language=language)
+
+
 class Scorer:
     """Judges samples for the API and the job workers."""
 
@@ -89,6 +108,11 @@ class Scorer:
                 engine = build_engine(self.settings, backend=backend)  # type: ignore[arg-type]
             except ValueError as exc:
                 raise RequestProblem(("body", "backend"), f"backend {backend!r} is not available here: {exc}") from None
+            from bqas.review.settings import get_review_settings
+
+            review = get_review_settings()
+            if review.review and review.memory_examples and engine.llm is not None:
+                engine.options.examples = _memory_examples
             self._engines[backend] = engine
         return engine
 
