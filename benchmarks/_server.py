@@ -9,16 +9,9 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def scripted_server(latency: float, content: str, *, fast: bool = True) -> Iterator[str]:
-    """Yield the base URL of a scripted server answering ``content`` after ``latency`` seconds.
-
-    ``fast`` uses the minimal keep-alive responder, so the benchmark measures BQAS, not the fixture."""
-    extra = ["--fast"] if fast else []
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bqas.testing.scripted_llm", "--latency", str(latency), "--content", content, *extra],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+def server_process(command: list[str]) -> Iterator[str]:
+    """Run ``command`` (a server that prints ``PORT <n>`` first) and yield its base URL; stop it afterwards."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -28,3 +21,14 @@ def scripted_server(latency: float, content: str, *, fast: bool = True) -> Itera
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@contextmanager
+def scripted_server(latency: float, content: str, *, fast: bool = True) -> Iterator[str]:
+    """Yield the base URL of a scripted server answering ``content`` after ``latency`` seconds.
+
+    ``fast`` uses the minimal keep-alive responder, so the benchmark measures BQAS, not the fixture."""
+    extra = ["--fast"] if fast else []
+    command = [sys.executable, "-m", "bqas.testing.scripted_llm", "--latency", str(latency), "--content", content]
+    with server_process([*command, *extra]) as url:
+        yield url

@@ -25,14 +25,16 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _server import server_process
 
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 DATASET = DATASETS / "rag_faithfulness_en.jsonl"
@@ -59,22 +61,6 @@ def serve(latency: float) -> None:
             time.sleep(3600)
     except KeyboardInterrupt:
         server.stop()
-
-
-@contextmanager
-def server_process(latency: float) -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve", "--latency", str(latency)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if not line.startswith("PORT "):
-            raise RuntimeError(f"scripted server did not start: {line!r}")
-        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def load_samples(n: int) -> list[dict[str, Any]]:
@@ -202,7 +188,10 @@ def main() -> None:
     import bqas.ragas.lib  # noqa: F401 - import ragas (4-6 s) before any timing
 
     samples = load_samples(args.samples)
-    with server_process(args.latency) as url, tempfile.TemporaryDirectory() as tmp:
+    with (
+        server_process([sys.executable, __file__, "--serve", "--latency", str(args.latency)]) as url,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         cache = Path(tmp) / "llm-cache.sqlite"
         first = asyncio.run(run_bqas(url, samples, args.concurrency, cache))
         second = asyncio.run(run_bqas(url, samples, args.concurrency, cache))
