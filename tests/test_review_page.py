@@ -13,13 +13,13 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from bqas.auth.keys import Authenticator, fingerprint
 from bqas.judging.spec import default_registry
 from bqas.review import ReviewSettings, enqueue_escalations, process_results
 from bqas.review.queue import ItemFilter, get_item, list_items
 from bqas.review.sessions import SessionManager
 from bqas.review.tables import ReviewSession
 from bqas.review.web import review_router
-from bqas.service.auth import Authenticator
 from bqas.service.testing import ServiceServer
 from bqas.store.db import Store, open_store
 from bqas.store.service import create_api_key, revoke_api_keys
@@ -173,7 +173,8 @@ def test_item_page_escapes_and_saves_a_review(site: Site) -> None:
     item = get_item(site.store, "acme", item_id)
     assert item is not None and item.status == "reviewed"
     assert item.human_verdict == "failed" and item.human_values == {"faithfulness": 2, "safety": "fail"}
-    assert item.comment == "Leaks an e-mail" and item.reviewer == site.acme_key[:12]
+    assert item.comment == "Leaks an e-mail" and item.reviewer == fingerprint(site.acme_key)
+    assert site.acme_key[:8] not in str(item.reviewer)  # never a piece of the key itself
 
 
 def _rows(html: str) -> set[str]:

@@ -138,7 +138,9 @@ def keys_create(tenant: Annotated[str, typer.Argument(help="Tenant name, e.g. ac
 
 @keys_app.command("list")
 def keys_list() -> None:
-    """List API keys: tenant, key prefix, creation date, revoked (never the keys).
+    """List API keys: tenant, key prefix, fingerprint, creation date, revoked (never the keys).
+
+    The fingerprint is what the review page and gold exports show as the reviewer.
 
     Example: bqas keys list
     """
@@ -147,7 +149,7 @@ def keys_list() -> None:
 
     for row in list_api_keys(open_store()):
         state = "revoked" if row["revoked"] else "active"
-        typer.echo(f"{row['tenant']}\t{row['prefix']}…\t{row['created_at']}\t{state}")
+        typer.echo(f"{row['tenant']}\t{row['prefix']}…\t{row['fingerprint']}\t{row['created_at']}\t{state}")
 
 
 @keys_app.command("revoke")
@@ -159,9 +161,10 @@ def keys_revoke(prefix: Annotated[str, typer.Argument(help="Key prefix as shown 
     from bqas.store.db import open_store
     from bqas.store.service import revoke_api_keys
 
-    if len(prefix) < 8:
-        raise _fail("prefix: give at least 8 characters of the key prefix")
-    count = revoke_api_keys(open_store(), prefix)
+    try:
+        count = revoke_api_keys(open_store(), prefix)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
     if count == 0:
         raise _fail(f"no active key with prefix {prefix!r}")
     typer.echo(f"revoked {count} key(s)")

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import delete, select
 
+from bqas.auth.keys import Authenticator, fingerprint
 from bqas.review.tables import ReviewSession
-from bqas.service.auth import Authenticator
 from bqas.store.db import Store
 
 COOKIE = "bqas_review"
@@ -34,7 +34,7 @@ class SessionView:
 
     tenant: str
     csrf: str
-    key_prefix: str
+    key_prefix: str  # the key's fingerprint (bqas.auth.keys.fingerprint), shown as the reviewer
     expires_at: float
 
 
@@ -63,7 +63,7 @@ class SessionManager:
             token_hash=_hash(token),
             tenant=tenant,
             key_hash=_hash(api_key),
-            key_prefix=api_key[:12],
+            key_prefix=fingerprint(api_key),  # never a part of the key itself
             csrf=secrets.token_urlsafe(32),
             created_at=now,
             expires_at=now + self.lifetime,

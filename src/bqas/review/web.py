@@ -10,6 +10,7 @@ multipart dependency); every POST checks the session's CSRF token.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from bqas.auth.keys import Authenticator
 from bqas.review.alerts import recent_alerts
 from bqas.review.categories import new_categories
 from bqas.review.labels import HUMAN_VERDICTS, label_fields, spec_for
@@ -41,7 +43,6 @@ from bqas.review.records import iso
 from bqas.review.sessions import COOKIE, PRE_COOKIE, SessionManager, SessionView, same_token
 from bqas.review.settings import ReviewSettings, get_review_settings
 from bqas.review.tables import ITEM_STATUSES
-from bqas.service.auth import Authenticator
 from bqas.store.db import Store
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
     from bqas.judging.spec import JudgeRegistry
 
 MAX_FORM_BYTES = 64 * 1024
+MAX_ID = 2**63 - 1  # ids and pages beyond a signed 64-bit integer cannot exist in any database
+MAX_PAGE = MAX_ID // PAGE_SIZE
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -118,6 +121,22 @@ def parse_filter(params: Mapping[str, str]) -> tuple[ItemFilter, dict[str, str]]
         until=until + 86400 if until is not None else None,
     )
     return flt, values
+
+
+def parse_page(raw: str | None) -> int:
+    """The queue page number (1 when absent); ValueError naming the field when it is no page."""
+    try:
+        page = int(raw or 1)
+    except ValueError:
+        raise ValueError(f"page: expected a whole number, got {raw!r}") from None
+    if not 1 <= page <= MAX_PAGE:
+        raise ValueError(f"page: expected 1 to {MAX_PAGE}")
+    return page
+
+
+def _client(request: Request) -> str:
+    """Who is knocking, for the failed-login back-off (the peer address)."""
+    return request.client.host if request.client is not None else "unknown"
 
 
 def _query(values: Mapping[str, str]) -> str:
@@ -214,6 +233,12 @@ def review_router(
 
     @router.post("/login")
     async def login(request: Request) -> Response:
+        client = _client(request)
+        wait = auth.throttle.wait(client)
+        if wait is not None:  # too many wrong keys from this client: the key is not even looked at
+            response = login_page(request, f"Too many failed logins; try again in {math.ceil(wait)} s.", 429)
+            response.headers["Retry-After"] = str(math.ceil(wait))
+            return response
         try:
             form = await _form(request)
         except ValueError:
@@ -222,6 +247,7 @@ def review_router(
             return login_page(request, "The login form expired; please try again.", 403)
         result = await run_in_threadpool(sessions.login, form.get("api_key") or "")
         if result is None:
+            auth.throttle.failed(client)
             return login_page(request, "Unknown or revoked API key.", 401)
         token, _view = result
         response = _secure(RedirectResponse(f"{base}/queue", status_code=303))
@@ -232,7 +258,10 @@ def review_router(
     @router.post("/logout")
     async def logout(request: Request) -> Response:
         session = await run_in_threadpool(current, request)
-        form = await _form(request)
+        try:
+            form = await _form(request)
+        except ValueError:
+            return _secure(Response("form too large", status_code=413))
         if session is None or not same_token(session.csrf, form.get("csrf")):
             return _secure(Response("CSRF token missing or wrong", status_code=403))
         await run_in_threadpool(sessions.logout, request.cookies.get(COOKIE))
@@ -247,7 +276,7 @@ def review_router(
             return to_login()
         try:
             flt, values = parse_filter(request.query_params)
-            page = max(1, int(request.query_params.get("page") or 1))
+            page = parse_page(request.query_params.get("page"))
         except ValueError as exc:
             return render("error.html", 400, session=session, title="Bad filter", message=str(exc))
         items, total = list_items(store, session.tenant, flt, offset=(page - 1) * PAGE_SIZE)
@@ -274,7 +303,7 @@ def review_router(
         session = current(request)
         if session is None:
             return to_login()
-        item = get_item(store, session.tenant, item_id)
+        item = get_item(store, session.tenant, item_id) if 1 <= item_id <= MAX_ID else None
         if item is None:
             return not_found(session)
         try:
@@ -345,6 +374,8 @@ def review_router(
             return _secure(Response("form too large", status_code=413))
         if not same_token(session.csrf, form.get("csrf")):
             return _secure(Response("CSRF token missing or wrong", status_code=403))
+        if not 1 <= item_id <= MAX_ID:
+            return not_found(session)
         back = parse_qs(form.get("back") or "")
         try:
             flt, values = parse_filter({k: v[0] for k, v in back.items()})

@@ -21,10 +21,11 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from bqas import __version__
+from bqas.auth.keys import Authenticator
+from bqas.auth.throttle import FailureThrottle
 from bqas.review.memory import embedder as memory_embedder
 from bqas.review.settings import get_review_settings
 from bqas.review.web import review_router
-from bqas.service.auth import Authenticator
 from bqas.service.config import ServiceSettings
 from bqas.service.jobs import status_view, submit
 from bqas.service.limits import BodySizeLimit, RateLimiter, retry_after_header
@@ -90,9 +91,19 @@ async def tenant_of(
     key = bearer.credentials if bearer is not None else api_key
     tenant: str | None = None
     if key:
+        client = request.client.host if request.client is not None else "unknown"
+        wait = state.auth.throttle.wait(client)
+        if wait is not None:  # this client sent too many wrong keys: back off before any lookup
+            raise HTTPException(
+                status_code=429,
+                detail="too many requests with invalid API keys from this client; retry later",
+                headers={"Retry-After": retry_after_header(wait)},
+            )
         hit, tenant = state.auth.cached(key)
         if not hit:
             tenant = await run_in_threadpool(state.auth.tenant, key)
+        if tenant is None:
+            state.auth.throttle.failed(client)
     if tenant is None:
         raise HTTPException(
             status_code=401,
@@ -152,7 +163,11 @@ def create_app(
         service=service,
         store=store,
         scorer=scorer,
-        auth=Authenticator(store, service.api_keys_file),
+        auth=Authenticator(
+            store,
+            service.api_keys_file,
+            throttle=FailureThrottle(free=service.auth_failures_free, base=service.auth_backoff_seconds),
+        ),
         limiter=RateLimiter(service.rate_limit, service.rate_burst),
         metrics=metrics,
         worker=worker,

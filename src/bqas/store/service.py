@@ -39,11 +39,13 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Mapped, mapped_column
 
+from bqas.auth.tenants import check_tenant_name
 from bqas.store.db import Store, now
 from bqas.store.models import Base
 
 JOB_STATUSES: tuple[str, ...] = ("queued", "running", "done", "failed")
 KEY_PREFIX = "bqas_"
+MIN_REVOKE_PREFIX = 8  # a shorter prefix would match keys of other tenants too
 
 
 class ApiKey(Base):
@@ -141,9 +143,7 @@ def hash_key(key: str) -> str:
 
 def create_api_key(store: Store, tenant: str) -> str:
     """Create a key for ``tenant``, store its hash and return the key (shown once, never stored)."""
-    tenant = tenant.strip()
-    if not tenant or len(tenant) > 100:
-        raise ValueError("tenant: expected 1-100 characters")
+    tenant = check_tenant_name(tenant)
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     with store.session.begin() as s:
         s.add(ApiKey(tenant=tenant, key_hash=hash_key(key), prefix=key[:12], created_at=now()))
@@ -167,6 +167,7 @@ def list_api_keys(store: Store) -> list[dict[str, Any]]:
             {
                 "tenant": r.tenant,
                 "prefix": r.prefix,
+                "fingerprint": "key:" + r.key_hash[:8],
                 "created_at": r.created_at.isoformat(),
                 "revoked": r.revoked_at is not None,
             }
@@ -175,11 +176,15 @@ def list_api_keys(store: Store) -> list[dict[str, Any]]:
 
 
 def revoke_api_keys(store: Store, prefix: str) -> int:
-    """Revoke the keys whose shown prefix starts with ``prefix``; returns how many."""
+    """Revoke the keys whose shown prefix starts with ``prefix``; returns how many.
+
+    The prefix is matched literally (``%`` and ``_`` are escaped, not LIKE wildcards) and must have at
+    least :data:`MIN_REVOKE_PREFIX` characters; ValueError otherwise."""
+    if len(prefix) < MIN_REVOKE_PREFIX:
+        raise ValueError(f"prefix: give at least {MIN_REVOKE_PREFIX} characters of the key prefix")
+    match = ApiKey.prefix.startswith(prefix, autoescape=True)
     with store.session.begin() as s:
-        result = s.execute(
-            update(ApiKey).where(ApiKey.prefix.startswith(prefix), ApiKey.revoked_at.is_(None)).values(revoked_at=now())
-        )
+        result = s.execute(update(ApiKey).where(match, ApiKey.revoked_at.is_(None)).values(revoked_at=now()))
         return int(getattr(result, "rowcount", 0) or 0)
 
 
