@@ -166,3 +166,95 @@ def test_review_in_a_real_browser(browser: Any, bqas_home: Path, tmp_path: Path)
     exported = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert [x["expected"] for x in exported] == [x["expected"] for x in lines]
     assert any(x["comment"] == "Zu ungenau; s und j tippen bleibt Text" for x in exported)
+
+
+def _fractional(rid: str) -> dict[str, Any]:
+    """A voice record as the offline tier writes it: relevance 1.92 on a whole-number 1-5 dimension."""
+    from test_review_support import voice_record
+
+    record = voice_record(rid, composite=78.0, reasons=["borderline composite 78 in 75-85"], source="r-frac")
+    record["dimensions"]["relevance"].update(value=1.92, backend="offline", method="embedding_similarity")
+    record["relevance"] = 1.92
+    return record
+
+
+def test_every_item_saves_with_two_keystrokes_and_gold_holds_only_what_the_reviewer_set(
+    browser: Any, bqas_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    from bqas.cli.main import app as main_app
+    from bqas.judging.spec import default_registry
+    from bqas.review import enqueue_escalations
+    from bqas.settings import get_settings
+
+    store = open_store()
+    app, acme_key, _beta = build_site(store)
+    enqueue_escalations(store, "acme", [_fractional(f"frac{i}") for i in range(3)], registry=default_registry())
+    ids = {i.response_id: i.id for i in list_items(store, "acme", ItemFilter())[0]}
+    with ServiceServer(app) as server:
+        base = server.base_url
+        browser.get(f"{base}/review/login")
+        browser.find_element(By.ID, "api_key").send_keys(acme_key)
+        browser.find_element(By.ID, "login-submit").click()
+        _wait(browser, lambda d: d.current_url.endswith("/review/queue"))
+
+        # Two keystrokes: a verdict and s. The fractional judge value is shown, not pre-filled.
+        browser.get(f"{base}/review/items/{ids['frac0']}")
+        relevance = browser.find_element(By.ID, "dim_relevance")
+        assert relevance.get_attribute("value") == "" and "1.92" in (relevance.get_attribute("placeholder") or "")
+        body = browser.find_element(By.TAG_NAME, "body")
+        body.send_keys("2")
+        body.send_keys("s")
+        _wait(browser, lambda d: f"saved={ids['frac0']}" in d.current_url)
+        first = get_item(store, "acme", ids["frac0"])
+        assert first is not None and first.status == "reviewed" and first.human_verdict == "needs_review"
+        assert first.human_values == {}
+
+        # One field typed: only that field is the reviewer's.
+        browser.get(f"{base}/review/items/{ids['frac1']}")
+        browser.find_element(By.TAG_NAME, "body").send_keys("3")
+        browser.find_element(By.ID, "dim_faithfulness").send_keys("2")
+        browser.find_element(By.ID, "save").click()
+        _wait(browser, lambda d: f"saved={ids['frac1']}" in d.current_url)
+        second = get_item(store, "acme", ids["frac1"])
+        assert second is not None and second.human_values == {"faithfulness": 2}
+
+        # "a" confirms every judge value explicitly; the whole-number field takes 1.92 rounded.
+        browser.get(f"{base}/review/items/{ids['frac2']}")
+        body = browser.find_element(By.TAG_NAME, "body")
+        body.send_keys("1")
+        body.send_keys("a")
+        assert browser.find_element(By.ID, "confirm_relevance").is_selected()
+        body.send_keys("s")
+        _wait(browser, lambda d: f"saved={ids['frac2']}" in d.current_url)
+        third = get_item(store, "acme", ids["frac2"])
+        assert third is not None and third.human_values == {
+            "intent_accuracy": 100.0,
+            "faithfulness": 4,
+            "relevance": 2,
+            "coherence": 4,
+            "safety": "pass",
+        }
+
+    # Export and calibrate the label with one reviewed field: no other dimension is compared.
+    monkeypatch.setenv("BQAS_DATABASE_URL", store.engine.url.render_as_string(hide_password=False))
+    get_settings.cache_clear()
+    with store.session.begin() as s:  # keep only the one-field label in the gold set
+        from sqlalchemy import update
+
+        from bqas.review.tables import ReviewItem
+
+        s.execute(update(ReviewItem).where(ReviewItem.id.in_([ids["frac0"], ids["frac2"]])).values(status="dismissed"))
+    out = tmp_path / "gold.jsonl"
+    runner = CliRunner()
+    exported = runner.invoke(main_app, ["gold", "export", "--tenant", "acme", "--out", str(out)])
+    assert exported.exit_code == 0, exported.output
+    lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [x["expected"] for x in lines] == [{"verdict": "failed", "faithfulness": 2}]
+    result = runner.invoke(
+        main_app, ["calibrate", "--gold", str(out), "--judge", "voice", "--backend", "offline", "--json"]
+    )
+    assert result.exit_code in (0, 1), result.output
+    doc = json.loads(result.stdout[result.stdout.index("{") :])
+    assert set(doc["configs"][0]["calibration"]["overall"]["dimensions"]) == {"faithfulness"}

@@ -144,6 +144,29 @@ def test_review_validation_names_the_field(store: Store) -> None:
     assert get_item(store, "acme", item_id).status == "open"  # type: ignore[union-attr]
 
 
+def test_only_typed_or_confirmed_dimensions_enter_the_label(store: Store) -> None:
+    record = voice_record("c", reasons=["borderline"])
+    record["dimensions"]["relevance"]["value"] = 2.5  # offline relevance is fractional
+    record["dimensions"]["intent_accuracy"]["value"] = 133.0  # out of range: clamped when confirmed
+    enqueue_escalations(store, "acme", [record])
+    item_id = list_items(store, "acme", ItemFilter())[0][0].id
+    reviewed = submit_review(
+        store,
+        "acme",
+        item_id,
+        verdict="failed",
+        raw_values={"faithfulness": "", "coherence": "2", "relevance": ""},
+        comment=None,
+        reviewer=None,
+        registry=default_registry(),
+        confirmed={"relevance", "coherence", "intent_accuracy", "no_such_dimension"},
+    )
+    assert reviewed is not None
+    # relevance confirmed (2.5 rounds half up to 3), coherence typed (wins over the confirmation),
+    # faithfulness and safety untouched: absent.
+    assert reviewed.human_values == {"relevance": 3, "coherence": 2, "intent_accuracy": 100.0}
+
+
 # -- gold labels ---------------------------------------------------------------------------------------
 def _reviewed_gold(store: Store) -> list[int]:
     records = [

@@ -156,11 +156,13 @@ def test_item_page_escapes_and_saves_a_review(site: Site) -> None:
         assert "&lt;b&gt;kein&lt;/b&gt;" in html and "<b>kein</b>" not in html  # reasoning is escaped
         assert "gate safety failed" in html and "safety_rules" in html and "email &#39;x@y.de&#39;" in html
         assert 'name="dim_faithfulness"' in html and 'min="1"' in html and 'max="5"' in html
-        assert '<option value="fail" selected>fail</option>' in html  # pre-filled with the judge's value
+        # Not pre-filled with the judge's value: it is offered to confirm (works without JavaScript too).
+        assert '<option value="" selected>— no label —</option>' in html
+        assert 'name="confirm_safety"' in html and "confirm judge's fail" in html
         form = {
             "verdict": "failed",
             "dim_faithfulness": "2",
-            "dim_safety": "fail",
+            "confirm_safety": "1",
             "comment": "Leaks an e-mail",
             "action": "save",
         }

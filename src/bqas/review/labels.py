@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,28 @@ class LabelField:
             return "1"
         span = (self.maximum or 100.0) - (self.minimum or 0.0)
         return "0.1" if span > 10 else "0.01"
+
+    def confirm_text(self, judge_value: Any) -> str | None:
+        """The judge's value as this field would take it, for a reviewer who confirms it (None: cannot).
+
+        Integer fields round half up (an offline relevance of 2.5 confirms as 3, 1.92 as 2) and every
+        value is clamped into the field's range, so a confirmed value always passes :func:`parse_labels`.
+        """
+        if self.kind == "gate":
+            return judge_value if judge_value in ("pass", "fail") else None
+        if isinstance(judge_value, bool) or not isinstance(judge_value, int | float):
+            return None
+        number = float(judge_value)
+        if number != number or number in (float("inf"), float("-inf")):
+            return None
+        if self.minimum is not None:
+            number = max(number, self.minimum)
+        if self.maximum is not None:
+            number = min(number, self.maximum)
+        if self.integer:
+            return str(math.floor(number + 0.5))
+        digits = 1 if self.step == "0.1" else 2
+        return f"{round(number, digits):.{digits}f}".rstrip("0").rstrip(".")
 
 
 def spec_for(registry: JudgeRegistry | None, judge: str) -> JudgeSpec | None:
@@ -56,6 +79,19 @@ def label_fields(spec: JudgeSpec | None, record: Mapping[str, Any]) -> list[Labe
         elif isinstance(value, int | float) and not isinstance(value, bool):
             fields.append(LabelField(str(name), "score"))
     return fields
+
+
+def confirmed_form_values(
+    fields: list[LabelField], judge_values: Mapping[str, Any], confirmed: Collection[str]
+) -> dict[str, str]:
+    """Form strings for the dimensions a reviewer explicitly confirmed (only those the judge measured)."""
+    out: dict[str, str] = {}
+    for field in fields:
+        if field.name in confirmed and field.name in judge_values:
+            text = field.confirm_text(judge_values[field.name])
+            if text is not None:
+                out[field.name] = text
+    return out
 
 
 def parse_labels(

@@ -8,15 +8,15 @@ enqueueing the same results twice (a resumed run, a retried job) adds nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from bqas.review.labels import human_composite, label_fields, parse_labels, spec_for
-from bqas.review.records import insert_for, record_inputs, record_source, record_time
+from bqas.review.labels import confirmed_form_values, human_composite, label_fields, parse_labels, spec_for
+from bqas.review.records import dimension_values, insert_for, record_inputs, record_source, record_time
 from bqas.review.tables import ITEM_STATUSES, Judgment, ReviewItem
 from bqas.store.db import Store
 
@@ -237,17 +237,23 @@ def submit_review(
     comment: str | None,
     reviewer: str | None,
     registry: JudgeRegistry | None = None,
+    confirmed: Collection[str] = (),
 ) -> ItemView | None:
     """Record a human decision; the item becomes ``reviewed`` (a gold label) and enters the memory.
 
-    ``raw_values`` are the form's strings per dimension ("" = no label). Raises :class:`ReviewError` on
-    invalid input; returns None when the item is not the tenant's.
+    ``raw_values`` are the form's strings per dimension ("" = no label). ``confirmed`` names dimensions
+    whose judge value the reviewer explicitly accepted (a typed value wins); every other dimension
+    stays out of the label, so a gold label never holds a judge value nobody looked at. Raises
+    :class:`ReviewError` on invalid input; returns None when the item is not the tenant's.
     """
     item = get_item(store, tenant, item_id)
     if item is None:
         return None
     spec = spec_for(registry, item.judge)
-    human_verdict, values, errors = parse_labels(label_fields(spec, item.record), verdict, raw_values)
+    fields = label_fields(spec, item.record)
+    typed = {name: text for name, text in raw_values.items() if (text or "").strip()}
+    raw = {**confirmed_form_values(fields, dimension_values(item.record), confirmed), **typed}
+    human_verdict, values, errors = parse_labels(fields, verdict, raw)
     if errors:
         raise ReviewError(errors)
     composite = human_composite(spec, values)
@@ -282,7 +288,6 @@ def _remember(
 ) -> None:
     """Put the human values on the item's memory row (created, with its embedding, when missing)."""
     from bqas.review.memory import embedder, input_text, to_bytes
-    from bqas.review.records import dimension_values
 
     human = {
         "review_item_id": item.id,

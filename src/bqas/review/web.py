@@ -39,7 +39,7 @@ from bqas.review.queue import (
     status_counts,
     submit_review,
 )
-from bqas.review.records import iso
+from bqas.review.records import dimension_values, iso
 from bqas.review.sessions import COOKIE, PRE_COOKIE, SessionManager, SessionView, same_token
 from bqas.review.settings import ReviewSettings, get_review_settings
 from bqas.review.tables import ITEM_STATUSES
@@ -330,17 +330,18 @@ def review_router(
         fields = label_fields(spec, item.record)
         dims = item.record.get("dimensions") if isinstance(item.record.get("dimensions"), dict) else {}
         prev_id, next_id = adjacent_ids(store, session.tenant, item, flt)
-        # The form starts from the human's labels when reviewed, else from the judge's values.
+        # The form starts from the human's labels when reviewed, else empty: a judge value enters a gold
+        # label only when the reviewer types it or ticks "confirm" (the judge's value is shown beside).
         start = dict(item.human_values or {}) if item.status == "reviewed" else {}
-        if item.status != "reviewed":
-            for name, prov in (dims or {}).items():
-                if isinstance(prov, dict) and prov.get("measured", True) and prov.get("value") is not None:
-                    start[name] = prov["value"]
+        judge_values = dimension_values(item.record)
+        confirm = {f.name: f.confirm_text(judge_values.get(f.name)) for f in fields}
         form_values = {f.name: "" if start.get(f.name) is None else _num(start.get(f.name)) for f in fields}
         verdict = item.human_verdict if item.status == "reviewed" else None
         comment = item.comment or ""
+        confirmed: set[str] = set()
         if submitted is not None:
             form_values = {f.name: submitted.get(f"dim_{f.name}", "") for f in fields}
+            confirmed = {f.name for f in fields if submitted.get(f"confirm_{f.name}")}
             verdict = submitted.get("verdict") or None
             comment = submitted.get("comment", "")
         return render(
@@ -352,6 +353,9 @@ def review_router(
             dims=dims or {},
             fields=fields,
             form_values=form_values,
+            judge_values=judge_values,
+            confirm=confirm,
+            confirmed=confirmed,
             verdict=verdict,
             verdicts=HUMAN_VERDICTS,
             comment=comment,
@@ -404,6 +408,7 @@ def review_router(
                     comment=form.get("comment"),
                     reviewer=session.key_prefix,
                     registry=reg(),
+                    confirmed={k.removeprefix("confirm_") for k, v in form.items() if k.startswith("confirm_") and v},
                 )
             except ReviewError as exc:
                 return item_view(session, item_id, flt, values, errors=exc.errors, submitted=form, status=400)

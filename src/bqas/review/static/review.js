@@ -1,6 +1,6 @@
 // Keyboard shortcuts of the BQAS review page (no dependencies, no network).
 // Queue: j/k move the selection, Enter or o opens it. Item: j/k next/previous item, 1/2/3 verdict,
-// s save, d dismiss, u back to the queue. Esc leaves a text field; ? toggles the help.
+// a confirm every judge value, s save, d dismiss, u back to the queue. Esc leaves a text field; ? toggles the help.
 (function () {
   "use strict";
   function typing(el) {
@@ -46,6 +46,12 @@
       else if (key === "1" || key === "2" || key === "3") {
         var radio = form.querySelector('input[name="verdict"][data-key="' + key + '"]');
         if (radio) { radio.checked = true; radio.focus(); }
+        ev.preventDefault();
+      } else if (key === "a") {
+        // Tick every "confirm judge's value" box; if all are ticked already, untick them.
+        var boxes = Array.prototype.slice.call(form.querySelectorAll('input[type="checkbox"][name^="confirm_"]'));
+        var all = boxes.length && boxes.every(function (b) { return b.checked; });
+        boxes.forEach(function (b) { b.checked = !all; });
         ev.preventDefault();
       } else if (key === "s") { document.getElementById("save").click(); ev.preventDefault(); }
       else if (key === "d") { document.getElementById("dismiss").click(); ev.preventDefault(); }
