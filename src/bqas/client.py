@@ -1,7 +1,7 @@
 """A small typed client of the BQAS scoring service (httpx), synchronous and asynchronous.
 
     from bqas.client import BQASClient
-    with BQASClient("http://127.0.0.1:8000", api_key="bqas_…") as bqas:
+    with BQASClient("http://127.0.0.1:8765", api_key="bqas_…") as bqas:
         records = bqas.score(judges=["rag_hallucination"], question="…", answer="…", contexts=["…"])
         job = bqas.wait_for_job(bqas.score_session_async(turns=[{"question": "…", "answer": "…"}], judges=["voice"]))
 

@@ -6,6 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
+# Not 8000: that is the port of vLLM, llama.cpp's server examples and the README's LLM endpoint.
+DEFAULT_PORT = 8765
 keys_app = typer.Typer(help="API keys of tenants (stored hashed in the BQAS store).", no_args_is_help=True)
 
 
@@ -33,7 +35,9 @@ def _service_settings(backend: str | None) -> object:
 
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on.")] = 8000,
+    port: Annotated[
+        int, typer.Option("--port", "-p", help="Port to listen on (8000 is left to LLM servers such as vLLM).")
+    ] = DEFAULT_PORT,
     public_url: Annotated[
         Optional[str],  # noqa: UP045 - typer needs Optional on 3.11
         typer.Option(

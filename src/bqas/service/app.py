@@ -19,6 +19,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request, Security
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from fastapi_offline import FastAPIOffline
 
 from bqas import __version__
 from bqas.auth.keys import Authenticator
@@ -45,6 +46,7 @@ from bqas.settings import Settings, get_settings
 from bqas.store.db import Store, open_store
 from bqas.store.service import get_job, ping
 
+DOCS_STATIC = "/docs/static"
 AUTH_HELP = "Send your API key as `Authorization: Bearer <key>` (or in the `X-API-Key` header)."
 
 
@@ -201,7 +203,10 @@ def create_app(
             await scorer.aclose()
 
     url = public_url or service.public_url
-    app = FastAPI(
+    # Swagger UI (/docs) and ReDoc (/redoc) with their assets served from the fastapi-offline package
+    # under /docs/static: the pages work without internet and load nothing from a CDN.
+    app = FastAPIOffline(
+        static_url=DOCS_STATIC,
         title="BQAS scoring service",
         version=__version__,
         description=("Score assistant answers with BQAS judges (and RAGAS metrics where installed). " + AUTH_HELP),

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from bqas.service.asgi import ASGIApp, Message, Receive, Scope, Send
@@ -24,6 +24,9 @@ class ServiceMetrics:
     """The counters and histograms of one app."""
 
     def __init__(self) -> None:
+        # No ``*_created`` series: they double the output and scrapers do not need them (a process-wide
+        # switch of prometheus_client; BQAS is its only user in the process).
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "bqas_http_requests",
@@ -63,6 +66,25 @@ class ServiceMetrics:
         return generate_latest(self.registry)
 
 
+def route_template(scope: Scope) -> str:
+    """The route path of a finished request; ``unmatched`` only when no route of the app matches.
+
+    FastAPI's own routes put themselves into the scope; plain Starlette routes (``/openapi.json``,
+    ``/docs``) and mounts (the docs assets) do not, so those are matched here, after the fact."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    if path:
+        return str(path)
+    from starlette.routing import Match
+
+    app = scope.get("app")
+    for candidate in getattr(app, "routes", ()):
+        match, _ = candidate.matches(scope)
+        if match == Match.FULL:
+            return str(getattr(candidate, "path", "") or "unmatched")
+    return "unmatched"
+
+
 class MetricsMiddleware:
     """Counts every HTTP request by route template (not the raw path, so job ids do not explode labels)."""
 
@@ -86,8 +108,7 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            route = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
+            template = route_template(scope)
             method = str(scope.get("method", ""))
             self.metrics.requests.labels(method, template, str(status)).inc()
             self.metrics.latency.labels(method, template).observe(time.perf_counter() - started)
