@@ -28,6 +28,17 @@ def bqas_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     get_settings.cache_clear()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_llm_servers() -> Iterator[None]:
+    """What the LLM client learned about a server (format, logprobs) must not leak between tests: a new
+    scripted server may reuse a port."""
+    from bqas.llm.servers import forget_servers
+
+    forget_servers()
+    yield
+    forget_servers()
+
+
 @pytest.fixture
 def scripted_llm() -> Iterator[ScriptedLLM]:
     """A real HTTP server on 127.0.0.1 speaking the OpenAI chat API with scripted replies."""

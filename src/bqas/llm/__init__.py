@@ -3,5 +3,6 @@ limit, token accounting and an on-disk response cache. Judges, RAGAS, synthesis 
 classification all call it."""
 
 from bqas.llm.client import Completion, LLMClient, LLMConfig, LLMError
+from bqas.llm.logprobs import TokenLogprob
 
-__all__ = ["Completion", "LLMClient", "LLMConfig", "LLMError"]
+__all__ = ["Completion", "LLMClient", "LLMConfig", "LLMError", "TokenLogprob"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ import aiohttp
 import orjson
 
 from bqas.llm.cache import CachedReply, ResponseCache, cache_key
+from bqas.llm.logprobs import TokenLogprob, parse_logprobs, tokens_in_span
+from bqas.llm.servers import traits_for
 
 MODES: tuple[str, ...] = ("json_schema", "json_object", "prompt")
 
@@ -36,12 +39,28 @@ def _json_dumps(value: Any) -> str:
 
 
 class LLMError(RuntimeError):
-    """The LLM could not give an answer (after retries)."""
+    """The LLM could not give an answer (after retries).
 
-    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None):
+    ``calls`` counts every request sent for it (timed-out and failed ones included) and the tokens are
+    what the server reported for them, so a caller can account for an answer that never came.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        calls: int = 0,
+        timed_out: bool = False,
+    ):
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.calls = calls
+        self.timed_out = timed_out
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
 
 
 @dataclass
@@ -66,7 +85,11 @@ class LLMConfig:
 
 @dataclass
 class Completion:
-    """One answer, with the calls and tokens it cost."""
+    """One answer, with the calls and tokens it cost.
+
+    ``logprobs`` holds the reply's tokens with their log-probabilities, top alternatives and character
+    offsets when they were asked for (``top_logprobs=k``) and the server gave them; otherwise ``None``.
+    """
 
     text: str
     model: str
@@ -76,6 +99,11 @@ class Completion:
     cache_hit: bool = False
     mode: str = "prompt"
     finish_reason: str | None = None
+    logprobs: list[TokenLogprob] | None = None
+
+    def tokens(self, start: int, end: int) -> list[TokenLogprob]:
+        """The tokens covering ``text[start:end]`` (empty without aligned log-probabilities)."""
+        return tokens_in_span(self.logprobs or [], start, end)
 
 
 @dataclass
@@ -85,6 +113,7 @@ class Usage:
     calls: int = 0
     errors: int = 0
     retries: int = 0
+    timeouts: int = 0
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -116,14 +145,56 @@ def _format_rejected(status: int, body: str) -> bool:
     return False
 
 
+def _names(status: int, body: str, param: str) -> bool:
+    """Did a 4xx/5xx answer reject the request parameter ``param`` (``logprobs``, ``n``)?"""
+    if status not in (400, 422, 500, 501):
+        return False
+    return re.search(rf"(?<![\w-]){param}(?![\w-])", body.lower()) is not None
+
+
+class _InFlight:
+    """At most ``limit`` requests in flight to the server.
+
+    After a timeout the limit halves (down to one): a server that cannot keep up gets fewer requests,
+    not more retries on top of the abandoned ones. It grows back by one after ``limit`` answers in a row.
+    """
+
+    def __init__(self, limit: int):
+        self.max = max(1, limit)
+        self.limit = self.max
+        self.active = 0
+        self._ok = 0
+        self._cond = asyncio.Condition()
+
+    async def __aenter__(self) -> None:
+        async with self._cond:
+            await self._cond.wait_for(lambda: self.active < self.limit)
+            self.active += 1
+
+    async def __aexit__(self, *exc: object) -> None:
+        async with self._cond:
+            self.active -= 1
+            self._cond.notify_all()
+
+    def timed_out(self) -> None:
+        self.limit = max(1, self.limit // 2)
+        self._ok = 0
+
+    def answered(self) -> None:
+        self._ok += 1
+        if self.limit < self.max and self._ok >= self.limit:
+            self.limit += 1
+            self._ok = 0
+
+
 class LLMClient:
     """Chat completions with structured output, retries, concurrency limit, token counts and a cache."""
 
     def __init__(self, config: LLMConfig):
         self.config = config
         self.usage = Usage()
-        self._mode: str | None = None if config.structured_output == "auto" else config.structured_output
-        self._sem: asyncio.Semaphore | None = None
+        self.server = traits_for(config.base_url)
+        self._limit: _InFlight | None = None
         self._http: aiohttp.ClientSession | None = None
         self._url = config.base_url.rstrip("/") + "/chat/completions"
         self._headers = {"Content-Type": "application/json", **config.extra_headers}
@@ -131,16 +202,16 @@ class LLMClient:
             self._headers["Authorization"] = f"Bearer {config.api_key}"
         self.cache = ResponseCache(config.cache_path) if config.cache_path else None
 
-    def _session(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
+    def _session(self) -> tuple[aiohttp.ClientSession, _InFlight]:
         # Created on first use, inside the running event loop (aiohttp binds a session to its loop).
-        if self._http is None or self._http.closed or self._sem is None:
+        if self._http is None or self._http.closed or self._limit is None:
             connector = aiohttp.TCPConnector(limit=max(1, self.config.concurrency))
             timeout = aiohttp.ClientTimeout(total=self.config.timeout, connect=min(10.0, self.config.timeout))
             self._http = aiohttp.ClientSession(
                 connector=connector, timeout=timeout, headers=self._headers, json_serialize=_json_dumps
             )
-            self._sem = asyncio.Semaphore(max(1, self.config.concurrency))
-        return self._http, self._sem
+            self._limit = _InFlight(self.config.concurrency)
+        return self._http, self._limit
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -158,18 +229,27 @@ class LLMClient:
     @property
     def mode(self) -> str | None:
         """The structured-output mode in use (None until auto-detection has run)."""
-        return self._mode
+        if self.config.structured_output != "auto":
+            return self.config.structured_output
+        return self.server.mode
+
+    def _modes(self, schema: dict[str, Any] | None) -> list[str]:
+        if schema is None:
+            return ["prompt"]
+        if self.mode is not None:
+            return [self.mode]
+        # Formats this server rejected stay rejected, even when the next format's request timed out.
+        return [m for m in MODES if m not in self.server.rejected_modes] or ["prompt"]
 
     def _payload(
-        self, messages: list[dict[str, str]], schema: dict[str, Any] | None, name: str, mode: str
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None,
+        name: str,
+        mode: str,
+        params: dict[str, Any],
     ) -> dict[str, Any]:
-        payload: dict[str, Any] = {
-            "model": self.config.model,
-            "messages": messages,
-            "temperature": self.config.temperature,
-        }
-        if self.config.max_tokens:
-            payload["max_tokens"] = self.config.max_tokens
+        payload: dict[str, Any] = {"model": self.config.model, "messages": messages, **params}
         if schema is not None and mode == "json_schema":
             payload["response_format"] = {
                 "type": "json_schema",
@@ -179,6 +259,18 @@ class LLMClient:
             payload["response_format"] = {"type": "json_object", "schema": schema}
         return payload
 
+    def _params(self, temperature: float | None, max_tokens: int | None, top_logprobs: int | None) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "temperature": self.config.temperature if temperature is None else temperature,
+        }
+        limit = max_tokens or self.config.max_tokens
+        if limit:
+            params["max_tokens"] = limit
+        if top_logprobs is not None and self.server.logprobs is not False:
+            params["logprobs"] = True
+            params["top_logprobs"] = max(0, min(20, top_logprobs))
+        return params
+
     async def complete(
         self,
         messages: list[dict[str, str]],
@@ -187,23 +279,31 @@ class LLMClient:
         schema_name: str = "answer",
         use_cache: bool = True,
         accept: Callable[[str], bool] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        top_logprobs: int | None = None,
     ) -> Completion:
         """One chat completion. With a ``schema``, ask for structured output the way the server allows.
 
         ``accept`` decides whether the reply may be cached (the engine passes its validator), so a reply
-        that failed validation is never replayed from the cache.
+        that failed validation is never replayed from the cache. ``max_tokens`` and ``temperature``
+        override the configuration for this call. ``top_logprobs=k`` asks for token log-probabilities with
+        ``k`` alternatives each (0-20); a server that refuses them is remembered and asked without, and
+        the completion then has ``logprobs=None``. Such a call skips the cache lookup (a cached reply has
+        no log-probabilities) but still stores its reply.
         """
+        params = self._params(temperature, max_tokens, top_logprobs)
         key: str | None = None
         if self.cache is not None:
             # The key hashes the messages and the schema: only worth computing when a cache is in use.
-            params = {"temperature": self.config.temperature, "max_tokens": self.config.max_tokens, "schema": schema}
-            key = cache_key(self.config.model, messages, params)
-            if use_cache:
+            shape = {"temperature": params["temperature"], "max_tokens": params.get("max_tokens"), "schema": schema}
+            key = cache_key(self.config.model, messages, shape)
+            if use_cache and top_logprobs is None:
                 hit = self.cache.get(key)
                 if hit is not None:
                     self.usage.cache_hits += 1
-                    return Completion(hit.text, hit.model, 0, 0, calls=0, cache_hit=True, mode=self._mode or "prompt")
-        completion = await self._complete_uncached(messages, schema, schema_name)
+                    return Completion(hit.text, hit.model, 0, 0, calls=0, cache_hit=True, mode=self.mode or "prompt")
+        completion = (await self._complete_uncached(messages, schema, schema_name, params))[0]
         if self.cache is not None and key is not None and (accept is None or accept(completion.text)):
             self.cache.put(
                 key,
@@ -211,56 +311,122 @@ class LLMClient:
             )
         return completion
 
-    async def _complete_uncached(
-        self, messages: list[dict[str, str]], schema: dict[str, Any] | None, name: str
-    ) -> Completion:
-        modes = [self._mode] if self._mode else list(MODES)
-        if schema is None:
-            modes = ["prompt"]
-        calls = 0
-        last_error: LLMError | None = None
-        for i, mode in enumerate(modes):
+    async def sample(
+        self,
+        messages: list[dict[str, str]],
+        k: int,
+        *,
+        temperature: float = 0.7,
+        schema: dict[str, Any] | None = None,
+        schema_name: str = "answer",
+        max_tokens: int | None = None,
+        top_logprobs: int | None = None,
+    ) -> list[Completion]:
+        """``k`` independent replies at ``temperature`` (> 0), for agreement-based confidence. Never cached.
+
+        One request with ``n=k`` where the server honours ``n``; otherwise (it ignores or refuses ``n``,
+        remembered per server) the missing replies come from separate requests. The calls and tokens of
+        a request are counted on its first completion, so summing over the list gives the cost.
+        """
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        if temperature <= 0:
+            raise ValueError("sampling needs a temperature above 0")
+        params = self._params(temperature, max_tokens, top_logprobs)
+        replies: list[Completion] = []
+        refused_calls = 0
+        if k > 1 and self.server.n is not False:
             try:
-                completion = await self._post_with_retries(self._payload(messages, schema, name, mode))
+                replies = await self._complete_uncached(messages, schema, schema_name, {**params, "n": k})
+            except _ParamRejected as exc:
+                self.server.n = False
+                refused_calls = exc.calls
+            else:
+                self.server.n = len(replies) >= k
+        while len(replies) < k:
+            replies.extend(await self._complete_uncached(messages, schema, schema_name, params))
+        replies[0].calls += refused_calls
+        return replies[:k]
+
+    async def _complete_uncached(
+        self, messages: list[dict[str, str]], schema: dict[str, Any] | None, name: str, params: dict[str, Any]
+    ) -> list[Completion]:
+        calls = 0
+        while True:
+            modes = self._modes(schema)
+            mode = modes[0]
+            try:
+                replies = await self._post_with_retries(self._payload(messages, schema, name, mode, params))
             except _FormatRejected as exc:
                 calls += exc.calls
-                last_error = LLMError(f"server rejected response_format {mode}: {exc}", status=exc.status)
-                if i + 1 < len(modes):
+                if self.config.structured_output != "auto" or len(modes) == 1:
+                    message = f"server rejected response_format {mode}: {exc}"
+                    raise LLMError(message, status=exc.status, calls=calls) from None
+                self.server.rejected_modes.add(mode)
+                continue
+            except _ParamRejected as exc:
+                calls += exc.calls
+                if exc.param == "logprobs":
+                    # Asked again without: a judgment without log-probabilities beats no judgment.
+                    self.server.logprobs = False
+                    params = {k: v for k, v in params.items() if k not in ("logprobs", "top_logprobs")}
                     continue
-                raise last_error from None
-            if self._mode is None and schema is not None:
-                self._mode = mode
-            completion.calls += calls
-            completion.mode = mode
-            return completion
-        raise last_error or LLMError("no structured-output mode left to try")
+                exc.calls = calls
+                raise
+            except LLMError as exc:
+                exc.calls += calls
+                raise
+            if schema is not None and self.config.structured_output == "auto" and self.server.mode is None:
+                self.server.mode = mode
+            if "logprobs" in params and replies[0].logprobs is not None:
+                self.server.logprobs = True
+            replies[0].calls += calls
+            for reply in replies:
+                reply.mode = mode
+            return replies
 
-    async def _post_with_retries(self, payload: dict[str, Any]) -> Completion:
-        http, sem = self._session()
+    async def _post_with_retries(self, payload: dict[str, Any]) -> list[Completion]:
+        http, limit = self._session()
         attempt = 0
         calls = 0
         while True:
             attempt += 1
-            async with sem:
+            timed_out = False
+            async with limit:
                 calls += 1
                 self.usage.calls += 1
                 try:
+                    # Leaving this block on a timeout closes the connection, which is how a server
+                    # (llama.cpp, vLLM) learns to stop generating for a request nobody waits for.
                     async with http.post(self._url, json=payload) as response:
                         status = response.status
                         body = await response.text()
                         retry_header = response.headers.get("Retry-After")
-                except (TimeoutError, aiohttp.ClientError) as exc:
+                except TimeoutError:
                     self.usage.errors += 1
-                    error = LLMError(f"{type(exc).__name__}: {exc or 'no answer'}")
+                    self.usage.timeouts += 1
+                    limit.timed_out()
+                    timed_out = True
+                    error = LLMError(self._timeout_message(attempt), calls=calls, timed_out=True)
+                    wait = self._backoff(attempt)
+                except aiohttp.ClientError as exc:
+                    self.usage.errors += 1
+                    error = LLMError(f"{type(exc).__name__}: {exc or 'no answer'} ({self._url})", calls=calls)
                     wait = self._backoff(attempt)
                 else:
                     if status == 200:
-                        return self._completion(body, calls)
+                        limit.answered()
+                        return self._completions(body, calls)
                     self.usage.errors += 1
+                    for param in ("logprobs", "n"):
+                        if param in payload and _names(status, body, param):
+                            raise _ParamRejected(param, status, body[:300], calls)
                     if "response_format" in payload and _format_rejected(status, body):
                         raise _FormatRejected(status, body[:300], calls)
                     retry_after = parse_retry_after(retry_header)
-                    error = LLMError(f"HTTP {status}: {body[:300]}", status=status, retry_after=retry_after)
+                    error = LLMError(
+                        f"HTTP {status}: {body[:300]}", status=status, retry_after=retry_after, calls=calls
+                    )
                     if status not in (408, 409, 429, 500, 502, 503, 504):
                         raise error
                     if retry_after is not None and status in (429, 503):
@@ -272,32 +438,58 @@ class LLMClient:
             if attempt > self.config.max_retries:
                 raise error
             self.usage.retries += 1
-            await asyncio.sleep(wait)
+            # A timed-out request may still be running on a server that does not notice the closed
+            # connection: wait at least one timeout's worth of backoff before sending it again.
+            await asyncio.sleep(max(wait, min(self.config.timeout, self.config.backoff_max)) if timed_out else wait)
+
+    def _timeout_message(self, attempt: int) -> str:
+        c = self.config
+        return (
+            f"timed out: no answer from {self._url} within {c.timeout:g} s (attempt {attempt} of {c.max_retries + 1}). "
+            f"A slow or busy server: raise BQAS_LLM_TIMEOUT (now {c.timeout:g}), lower BQAS_LLM_CONCURRENCY "
+            f"(now {c.concurrency}) or BQAS_LLM_MAX_TOKENS"
+        )
 
     def _backoff(self, attempt: int) -> float:
         base = min(self.config.backoff_max, self.config.backoff_base * (2 ** (attempt - 1)))
         return float(base * (0.5 + random.random() / 2))
 
-    def _completion(self, text_body: str, calls: int) -> Completion:
+    def _completions(self, text_body: str, calls: int) -> list[Completion]:
         try:
             body = orjson.loads(text_body)
-            choice = body["choices"][0]
-            text = choice["message"].get("content") or ""
-        except (orjson.JSONDecodeError, ValueError, KeyError, IndexError, TypeError) as exc:
-            raise LLMError(f"malformed chat completion from server: {exc}") from None
-        usage = body.get("usage") or {}
-        prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        completion_tokens = int(usage.get("completion_tokens") or 0)
+            choices = body["choices"]
+            texts = [choice["message"].get("content") or "" for choice in choices]
+            if not texts or not all(isinstance(t, str) for t in texts):
+                raise ValueError("no text choice")
+        except (orjson.JSONDecodeError, ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise LLMError(f"malformed chat completion from server: {exc}", calls=calls) from None
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        prompt_tokens = _count(usage.get("prompt_tokens"))
+        completion_tokens = _count(usage.get("completion_tokens"))
         self.usage.prompt_tokens += prompt_tokens
         self.usage.completion_tokens += completion_tokens
-        return Completion(
-            text=text,
-            model=str(body.get("model") or self.config.model),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            calls=calls,
-            finish_reason=choice.get("finish_reason"),
-        )
+        model = str(body.get("model") or self.config.model)
+        out: list[Completion] = []
+        for i, (choice, text) in enumerate(zip(choices, texts, strict=True)):
+            out.append(
+                Completion(
+                    text=text,
+                    model=model,
+                    prompt_tokens=prompt_tokens if i == 0 else 0,
+                    completion_tokens=completion_tokens if i == 0 else 0,
+                    calls=calls if i == 0 else 0,
+                    finish_reason=choice.get("finish_reason"),
+                    logprobs=parse_logprobs(choice.get("logprobs"), text),
+                )
+            )
+        return out
+
+
+def _count(value: Any) -> int:
+    """A token count from the server's ``usage`` (anything but a non-negative integer counts 0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        return 0
+    return int(min(value, 2**31))
 
 
 class _FormatRejected(Exception):
@@ -305,3 +497,11 @@ class _FormatRejected(Exception):
         super().__init__(f"HTTP {status}: {text}")
         self.status = status
         self.calls = calls
+
+
+class _ParamRejected(LLMError):
+    """The server refused an optional parameter (``logprobs``, ``n``)."""
+
+    def __init__(self, param: str, status: int, text: str, calls: int):
+        super().__init__(f"server rejected {param}: HTTP {status}: {text}", status=status, calls=calls)
+        self.param = param

@@ -2,7 +2,16 @@
 
 Used by BQAS's tests and benchmarks (and usable by yours) to exercise the LLM path without any network:
 scripted replies, fixed latency and faults — 429 with ``Retry-After``, 500, a hanging request, malformed
-or truncated JSON, a server that rejects ``json_schema`` like llama.cpp.
+or truncated JSON, a server that rejects ``json_schema`` like llama.cpp, one that refuses ``logprobs``,
+one that serves one request at a time (``slots=1``) and stops working on a request whose client hung up
+(as llama.cpp and vLLM do; counted in ``cancelled``).
+
+Token log-probabilities come back in OpenAI's format when a request asks for them (``logprobs: true``,
+``top_logprobs: k``): by default the reply text is split into words, spaces and punctuation, each with
+log-probability ``DEFAULT_LOGPROB``; ``Reply(logprobs={"pass": [("pass", -0.1), ("fail", -2.4)]})`` sets
+a token's log-probability and alternatives, ``Reply(tokens=[Token(...), ...])`` scripts every token.
+Deterministic: the same reply always gives the same numbers. A request with ``n`` gets ``n`` choices,
+each the next scripted reply (unless ``honour_n=False``, like servers that ignore ``n``).
 
     with ScriptedLLM(default=Reply(content='{"ok": true}'), latency=0.05) as llm:
         llm.push(Reply(status=429, headers={"Retry-After": "1"}))
@@ -17,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import socket
 import threading
 import time
@@ -30,9 +40,30 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
+DEFAULT_LOGPROB = -0.01
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]", re.UNICODE)
+
+
+@dataclass
+class Token:
+    """One scripted token: its text, log-probability and top alternatives ``(token, logprob)``.
+
+    Without ``top`` the alternatives are the token itself alone.
+    """
+
+    text: str
+    logprob: float = DEFAULT_LOGPROB
+    top: list[tuple[str, float]] = field(default_factory=list)
+
+
 @dataclass
 class Reply:
-    """One scripted answer. ``content`` is the assistant message; ``body`` replaces the whole HTTP body."""
+    """One scripted answer. ``content`` is the assistant message; ``body`` replaces the whole HTTP body.
+
+    ``tokens`` scripts the reply token by token (``content`` defaults to their concatenation);
+    ``logprobs`` maps a token's text to its alternatives, the first being the token's own log-probability.
+    ``finish_reason`` is what the choice reports (``length`` for a reply cut at ``max_tokens``).
+    """
 
     content: str | None = None
     status: int = 200
@@ -42,6 +73,42 @@ class Reply:
     body: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int = 20
+    tokens: list[Token] | None = None
+    logprobs: dict[str, list[tuple[str, float]]] | None = None
+    finish_reason: str = "stop"
+
+    @property
+    def text(self) -> str:
+        if self.content is None and self.tokens is not None:
+            return "".join(t.text for t in self.tokens)
+        return self.content or ""
+
+    def scripted_tokens(self) -> list[Token]:
+        """The reply's tokens: the scripted ones, or the text split into words, spaces and punctuation."""
+        if self.tokens is not None:
+            return self.tokens
+        overrides = self.logprobs or {}
+        out: list[Token] = []
+        for piece in _TOKEN.findall(self.text):
+            alternatives = overrides.get(piece)
+            if alternatives:
+                out.append(Token(piece, alternatives[0][1], list(alternatives)))
+            else:
+                out.append(Token(piece))
+        return out
+
+
+def logprobs_payload(tokens: list[Token], top_k: int) -> dict[str, Any]:
+    """A choice's ``logprobs`` object in OpenAI's format, with ``top_k`` alternatives per token."""
+
+    def entry(token: str, logprob: float) -> dict[str, Any]:
+        return {"token": token, "logprob": logprob, "bytes": list(token.encode("utf-8"))}
+
+    content = []
+    for token in tokens:
+        top = token.top or [(token.text, token.logprob)]
+        content.append({**entry(token.text, token.logprob), "top_logprobs": [entry(t, lp) for t, lp in top[:top_k]]})
+    return {"content": content}
 
 
 Responder = Callable[[dict[str, Any]], "Reply | None"]
@@ -56,14 +123,26 @@ class ScriptedLLM:
         default: Reply | None = None,
         latency: float = 0.0,
         reject_json_schema: bool = False,
+        reject_logprobs: bool = False,
+        honour_n: bool = True,
+        slots: int | None = None,
         responder: Responder | None = None,
         port: int = 0,
     ):
         self.default = default or Reply(content="{}")
         self.latency = latency
         self.reject_json_schema = reject_json_schema
+        self.reject_logprobs = reject_logprobs
+        self.honour_n = honour_n
+        self.slots = slots
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
+        # Load, as a test can read it: requests being worked on now, the most at once, and requests whose
+        # client hung up before the answer (the server stopped working on them).
+        self.active = 0
+        self.peak_active = 0
+        self.cancelled = 0
+        self._slots: asyncio.Semaphore | None = None
         self._queue: deque[Reply] = deque()
         self._rules: list[tuple[str, Reply]] = []
         self._lock = threading.Lock()
@@ -125,12 +204,42 @@ class ScriptedLLM:
         if self.reject_json_schema and fmt == "json_schema":
             await _respond(send, 500, {"error": {"code": 500, "message": "Unsupported response_format: json_schema"}})
             return
-        reply = self._pick(payload)
+        if self.reject_logprobs and payload.get("logprobs"):
+            await _respond(send, 400, {"error": {"message": "logprobs is not supported by this server"}})
+            return
+        # The client hanging up ends the request here, as on llama.cpp and vLLM, which stop generating.
+        gone = asyncio.ensure_future(receive())
+        try:
+            await self._serve(payload, send, gone)
+        finally:
+            gone.cancel()
+
+    async def _serve(self, payload: dict[str, Any], send: Send, gone: asyncio.Future[Any]) -> None:
+        if self.slots is not None and self._slots is None:
+            self._slots = asyncio.Semaphore(self.slots)
+        if self._slots is not None and not await _unless_gone(self._slots.acquire(), gone):
+            self.cancelled += 1
+            return
+        self.active += 1
+        self.peak_active = max(self.peak_active, self.active)
+        try:
+            await self._answer(payload, send, gone)
+        finally:
+            self.active -= 1
+            if self._slots is not None:
+                self._slots.release()
+
+    async def _answer(self, payload: dict[str, Any], send: Send, gone: asyncio.Future[Any]) -> None:
+        n = payload.get("n") if self.honour_n else 1
+        count = n if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 16 else 1
+        replies = [self._pick(payload) for _ in range(count)]
+        reply = replies[0]
         delay = self.latency if reply.delay is None else reply.delay
         if reply.hang:
-            await asyncio.sleep(3600)
-        if delay:
-            await asyncio.sleep(delay)
+            delay = 3600
+        if delay and not await _unless_gone(asyncio.sleep(delay), gone):
+            self.cancelled += 1
+            return
         if reply.body is not None:
             await _respond_raw(send, reply.status, reply.body.encode(), reply.headers)
             return
@@ -140,22 +249,29 @@ class ScriptedLLM:
         prompt_tokens = reply.prompt_tokens
         if prompt_tokens is None:
             prompt_tokens = max(1, len(json.dumps(payload.get("messages", []))) // 4)
+        top_k = payload.get("top_logprobs")
+        top_k = top_k if isinstance(top_k, int) and not isinstance(top_k, bool) and top_k >= 0 else 0
+        choices = []
+        for index, each in enumerate(replies):
+            choice: dict[str, Any] = {
+                "index": index,
+                "message": {"role": "assistant", "content": each.text},
+                "finish_reason": each.finish_reason,
+            }
+            if payload.get("logprobs"):
+                choice["logprobs"] = logprobs_payload(each.scripted_tokens(), top_k)
+            choices.append(choice)
+        completion_tokens = sum(r.completion_tokens for r in replies)
         answer = {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": payload.get("model", "scripted"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": reply.content or ""},
-                    "finish_reason": "stop",
-                }
-            ],
+            "choices": choices,
             "usage": {
                 "prompt_tokens": prompt_tokens,
-                "completion_tokens": reply.completion_tokens,
-                "total_tokens": prompt_tokens + reply.completion_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
             },
         }
         await _respond(send, 200, answer, reply.headers)
@@ -202,6 +318,16 @@ class ScriptedLLM:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+async def _unless_gone(work: Awaitable[Any], gone: asyncio.Future[Any]) -> bool:
+    """Run ``work`` unless the client hangs up first (then cancel it): True when it finished."""
+    task = asyncio.ensure_future(work)
+    done, _ = await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        return True
+    task.cancel()
+    return False
 
 
 async def _respond(send: Send, status: int, data: Any, headers: dict[str, str] | None = None) -> None:

@@ -1,0 +1,117 @@
+"""Token log-probabilities of a chat completion, aligned to the reply text.
+
+OpenAI, vLLM and llama.cpp server return them in the same shape when asked (``logprobs: true``,
+``top_logprobs: k``)::
+
+    "logprobs": {"content": [{"token": "pass", "logprob": -0.02, "bytes": [112, 97, 115, 115],
+                              "top_logprobs": [{"token": "pass", "logprob": -0.02}, ...]}, ...]}
+
+:func:`parse_logprobs` turns that into :class:`TokenLogprob` entries with the character offset of each
+token in the reply text, so a caller can pick the tokens that carry a verdict (a ``pass``/``fail`` value,
+a score) with :func:`tokens_in_span`. The server's reply is untrusted: anything malformed gives ``None``
+(no log-probabilities), never a made-up number.
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# A reply of a few thousand tokens is the most a judge asks for; more entries than this are not a reply.
+MAX_TOKENS = 20_000
+MAX_TOP = 20
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token: its text, log-probability, the most likely alternatives, and where it sits.
+
+    ``offset``/``end`` delimit the token's characters in the reply text, ``text[offset:end]`` (both
+    ``None`` when the server's tokens do not spell the reply, so no offsets can be trusted). ``top`` holds
+    ``(token, logprob)`` pairs as the server ranked them (most likely first, usually including the
+    chosen token).
+    """
+
+    token: str
+    logprob: float
+    offset: int | None
+    end: int | None
+    top: tuple[tuple[str, float], ...] = ()
+
+
+def _logprob(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    # A log-probability is finite and at most 0 (tiny positive rounding noise is clipped to 0).
+    if not math.isfinite(number) or number > 1e-6:
+        return None
+    return min(number, 0.0)
+
+
+def _token_bytes(entry: dict[str, Any], token: str) -> bytes:
+    raw = entry.get("bytes")
+    if isinstance(raw, list) and all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256 for b in raw):
+        return bytes(raw)
+    return token.encode("utf-8", errors="surrogatepass")
+
+
+def parse_logprobs(raw: Any, text: str) -> list[TokenLogprob] | None:
+    """The tokens of ``raw`` (a choice's ``logprobs`` object) with offsets into ``text``; ``None`` if unusable."""
+    if not isinstance(raw, dict):
+        return None
+    content = raw.get("content")
+    if not isinstance(content, list) or not content or len(content) > MAX_TOKENS:
+        return None
+    parsed: list[tuple[str, float, tuple[tuple[str, float], ...], bytes]] = []
+    for entry in content:
+        if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+            return None
+        logprob = _logprob(entry.get("logprob"))
+        if logprob is None:
+            return None
+        top: list[tuple[str, float]] = []
+        raw_top = entry.get("top_logprobs")
+        if isinstance(raw_top, list):
+            for alt in raw_top[:MAX_TOP]:
+                alt_lp = _logprob(alt.get("logprob")) if isinstance(alt, dict) else None
+                if alt_lp is not None and isinstance(alt.get("token"), str):
+                    top.append((alt["token"], alt_lp))
+        token = entry["token"]
+        parsed.append((token, logprob, tuple(top), _token_bytes(entry, token)))
+    bounds = _bounds([p[3] for p in parsed], text)
+    tokens: list[TokenLogprob] = []
+    for i, (token, logprob, alternatives, _) in enumerate(parsed):
+        offset, end = bounds[i] if bounds else (None, None)
+        tokens.append(TokenLogprob(token, logprob, offset, end, alternatives))
+    return tokens
+
+
+def _bounds(pieces: Sequence[bytes], text: str) -> list[tuple[int, int]] | None:
+    """``(offset, end)`` of each token; ``None`` unless the tokens' bytes spell ``text`` exactly.
+
+    Byte-level tokenizers may split one character over two tokens: a token's bounds count only the
+    characters completed by the bytes before and including it, so such a token may be empty (offset ==
+    end) and the next one holds the character.
+    """
+    try:
+        if b"".join(pieces).decode("utf-8") != text:
+            return None
+    except UnicodeDecodeError:
+        return None
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    for piece in pieces:
+        end = start + len(decoder.decode(piece))
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def tokens_in_span(tokens: Sequence[TokenLogprob], start: int, end: int) -> list[TokenLogprob]:
+    """The aligned tokens that overlap the characters ``text[start:end]`` (e.g. a verdict value)."""
+    return [t for t in tokens if t.offset is not None and t.end is not None and t.offset < end and t.end > start]
