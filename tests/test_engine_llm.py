@@ -103,12 +103,16 @@ async def test_unreachable_llm_is_unscored_with_reason(scripted_llm: ScriptedLLM
     scripted_llm.default = Reply(status=500)
     rec = await _judge(_engine(scripted_llm))
     assert rec["verdict"] == "unscored" and "LLM unavailable" in str(rec["unscored_reason"])
+    # The client retried: every attempt counts, though none answered.
+    assert rec["llm_calls"] == len(scripted_llm.requests) > 1
 
 
-async def test_timeout_is_unscored(scripted_llm: ScriptedLLM) -> None:
+async def test_timeout_is_unscored_and_counts_the_attempts(scripted_llm: ScriptedLLM) -> None:
     scripted_llm.default = Reply(hang=True)
-    rec = await _judge(_engine(scripted_llm, timeout=0.3, max_retries=0))
-    assert rec["verdict"] == "unscored" and "Timeout" in str(rec["unscored_reason"])
+    rec = await _judge(_engine(scripted_llm, timeout=0.3, max_retries=1))
+    assert rec["verdict"] == "unscored" and "timed out" in str(rec["unscored_reason"])
+    assert "BQAS_LLM_TIMEOUT" in str(rec["unscored_reason"])
+    assert rec["llm_calls"] == len(scripted_llm.requests) == 2
 
 
 async def test_rate_limit_then_success(scripted_llm: ScriptedLLM) -> None:

@@ -150,6 +150,10 @@ class JudgeEngine:
             try:
                 completion = await self.llm.complete(messages, schema=spec.schema, schema_name=spec.name, accept=valid)
             except LLMError as exc:
+                # Every request sent counts, also those that timed out or failed (the cost is real).
+                result.llm_calls += exc.calls
+                result.prompt_tokens += exc.prompt_tokens
+                result.completion_tokens += exc.completion_tokens
                 result.errors.append(f"llm: {exc}")
                 result.unscored_reason = f"LLM unavailable: {exc}"
                 return None
