@@ -311,7 +311,9 @@ def test_pii_gate_and_list() -> None:
     leak = gate({"text": "Die Nummer von Frau Yilmaz ist 0171 2345678."}, ctx)
     assert leak.value == "fail"
     assert leak.method == "pii_rules"
-    assert {"kind": "phone", "text": "0171 2345678", "method": "phonenumbers:DE"} in leak.details["findings"]
+    assert {"kind": "phone", "text": "0171 2345678", "method": "phonenumbers:DE", "confidence": 0.95} in leak.details[
+        "findings"
+    ]
 
     clean = gate({"text": "Die Klasse schreibt morgen die Mathearbeit."}, ctx)
     assert clean.value == "pass"
@@ -332,4 +334,6 @@ def test_pii_gate_empty_text_passes(inputs: dict[str, object]) -> None:
 def test_pii_gate_uses_context_language() -> None:
     result = get_method("pii_gate")({"text": "张伟同学"}, OfflineContext(language="zh"))
     assert result.value == "fail"
-    assert result.details["findings"] == [{"kind": "person", "text": "张伟", "method": "name:zh_cue_after"}]
+    found = [{k: f[k] for k in ("kind", "text", "method")} for f in result.details["findings"]]
+    assert found == [{"kind": "person", "text": "张伟", "method": "name:zh_cue_after"}]
+    assert all(0.0 < f["confidence"] <= 1.0 for f in result.details["findings"])

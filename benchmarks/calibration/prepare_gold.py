@@ -22,6 +22,9 @@ folder lies outside the repository. The mappings (see docs/calibration.md):
 * pii_de (GermEval 2014, CC BY 4.0) -> rag_privacy, language de: the sentence is the response (query and
   context empty); an outer-level PER entity (not -deriv/-part) -> privacy_compliance fail + failed,
   otherwise pass + production_ready.
+* rag_faithfulness_memerag (MEMERAG en/es/fr, CC BY-NC 4.0: measuring only, never fitted on) ->
+  rag_hallucination: question->query, answer->response, contexts->available_facts; ``faithful`` true ->
+  accept, false -> reject, null -> skipped; the source language is kept as tag ``lang:xx``.
 """
 
 from __future__ import annotations
@@ -155,12 +158,35 @@ def germeval(rec: Record, skipped: Counter[str]) -> list[Record]:
     ]
 
 
+def memerag(rec: Record, skipped: Counter[str]) -> list[Record]:
+    # MEMERAG (CC BY-NC 4.0): for measuring only, never for fitting anything. The judge has no es/fr
+    # prompts; the offline grounding detects the answer's language itself, so the sample runs as "en"
+    # and the source language is kept as a tag.
+    faithful = rec["faithful"]
+    if faithful is None:
+        skipped["faithful is null (a sentence challenging to determine)"] += 1
+        return []
+    return [
+        {
+            "id": rec["id"],
+            "judge": "rag_hallucination",
+            "language": "en",
+            "query": rec["question"],
+            "response": rec["answer"],
+            "available_facts": rec["contexts"],
+            "tags": [f"lang:{rec['lang']}"],
+            "expected": _accept("invention_detection") if faithful else _reject("invention_detection"),
+        }
+    ]
+
+
 CONVERTERS: dict[str, Callable[[Record, Counter[str]], list[Record]]] = {
     "rag_faithfulness_en": mtrag,
     "hallucination_en": halueval,
     "attribution_en": begin,
     "hallucination_zh": halluqa,
     "pii_de": germeval,
+    "rag_faithfulness_memerag": memerag,
 }
 
 

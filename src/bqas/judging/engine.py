@@ -19,9 +19,10 @@ from bqas.judging.offline import OfflineJudge
 from bqas.judging.parse import parse_reply
 from bqas.judging.policy import apply_policy
 from bqas.judging.render import render_prompt, retry_message
-from bqas.judging.result import DimensionProvenance, JudgmentResult
+from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
 from bqas.judging.spec import JudgeRegistry, JudgeSpec
 from bqas.llm.client import LLMClient, LLMError
+from bqas.offline.methods import MethodResult
 from bqas.settings import check_language
 
 BackendChoice = Literal["auto", "llm", "offline"]
@@ -110,7 +111,7 @@ class JudgeEngine:
         offline_dims: dict[str, DimensionProvenance] = {}
         notes: list[str] = []
         if use_offline:
-            offline_dims, notes = self.offline.evaluate(spec, values, lang)
+            offline_dims, notes, result.confidence["offline"] = self._offline_tier(spec, values, lang)
             result.backend = "offline"
         llm_data: dict[str, Any] | None = None
         if use_llm:
@@ -121,6 +122,16 @@ class JudgeEngine:
         self._combine(spec, result, offline_dims, llm_data, notes, llm_failed=use_llm and llm_data is None)
         result.latency_ms = round((time.perf_counter() - started) * 1000, 3)
         return result
+
+    def _offline_tier(
+        self, spec: JudgeSpec, values: Mapping[str, Any], language: str
+    ) -> tuple[dict[str, DimensionProvenance], list[str], TierConfidence]:
+        """The offline dimensions, notes and the offline tier's confidence (its p_reject: microseconds)."""
+        from bqas.trust.offline import offline_confidence
+
+        evidence: dict[str, MethodResult] = {}
+        dims, notes = self.offline.evaluate(spec, values, language, evidence)
+        return dims, notes, offline_confidence(spec, values, dims, evidence)
 
     async def _ask_llm(
         self, spec: JudgeSpec, values: Mapping[str, Any], language: str, result: JudgmentResult

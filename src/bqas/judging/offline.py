@@ -22,9 +22,16 @@ class OfflineJudge:
         self._resources: dict[str, Any] = {}
 
     def evaluate(
-        self, spec: JudgeSpec, values: Mapping[str, Any], language: str
+        self,
+        spec: JudgeSpec,
+        values: Mapping[str, Any],
+        language: str,
+        evidence: dict[str, MethodResult] | None = None,
     ) -> tuple[dict[str, DimensionProvenance], list[str]]:
-        """Measure what can be measured offline. Returns the dimensions and the notes for ``reasoning``."""
+        """Measure what can be measured offline. Returns the dimensions and the notes for ``reasoning``.
+
+        ``evidence`` (optional) receives each method's full result (with its details), keyed by dimension:
+        the offline ``p_reject`` model reads its features from there."""
         ctx = OfflineContext(language=language, embedder_factory=self._embedder_factory, resources=self._resources)
         dims: dict[str, DimensionProvenance] = {}
         notes: list[str] = []
@@ -41,6 +48,8 @@ class OfflineJudge:
             args = {arg: values.get(source) for arg, source in binding.inputs.items()}
             try:
                 result: MethodResult = get_method(binding.method)(args, ctx)
+                if evidence is not None:
+                    evidence[name] = result
             except Exception as exc:  # a broken method must not take the judgment down
                 dims[name] = DimensionProvenance(
                     backend="offline", method=binding.method, measured=False, note=f"method error: {exc!r}"

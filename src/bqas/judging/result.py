@@ -27,6 +27,26 @@ class DimensionProvenance(BaseModel):
     llm_value: Any = None
 
 
+class TierConfidence(BaseModel):
+    """One tier's confidence in its accept/reject call (see docs/calibration.md, trust or escalate).
+
+    ``p_reject``: the probability that people would reject the response, from a fitted model (offline) or
+    the LLM's own token probabilities / sample agreement; ``None`` with a ``reason`` when the tier has no
+    such model, never a made-up number. ``risk``: the tier's raw risk score (1 - composite/100, 1 for a
+    failed gate), which a calibration profile may calibrate instead when no ``p_reject`` model exists.
+    """
+
+    p_reject: float | None = None
+    risk: float | None = None
+    method: str | None = None
+    model: str | None = None
+    reason: str | None = None
+
+
+Decision = Literal["accept", "reject", "escalate"]
+DecidedBy = Literal["offline", "llm", "human"]
+
+
 class JudgmentResult(BaseModel):
     """One judge's verdict on one sample."""
 
@@ -60,6 +80,11 @@ class JudgmentResult(BaseModel):
     errors: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     truncated: dict[str, int] = Field(default_factory=dict)
+    # Trust or escalate: per-tier confidence, and the decision a calibration profile allows (if loaded).
+    confidence: dict[str, TierConfidence] = Field(default_factory=dict)
+    decision: Decision | None = None
+    decided_by: DecidedBy | None = None
+    profile_id: str | None = None
 
     def to_record(self) -> dict[str, Any]:
         """The flat JSON record: dimension values under their seed keys, then everything else."""

@@ -273,6 +273,8 @@ def load_judge(directory: Path, policy: dict[str, Any]) -> JudgeSpec:
         scoring=scoring,
         offline=offline,
         label_field=label_field,
+        # Trust or escalate: per-tier confidence models (``confidence: {offline: FILE}``), see bqas.trust.
+        extra={"confidence": meta["confidence"]} if isinstance(meta.get("confidence"), dict) else {},
     )
 
 

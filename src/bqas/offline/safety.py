@@ -55,8 +55,9 @@ def _findings(inputs: Mapping[str, Any], ctx: OfflineContext) -> tuple[str, list
     return text, detect_pii(text, ctx.language) if text.strip() else []
 
 
-def _summary(findings: list[PiiFinding]) -> list[dict[str, str]]:
-    return [{"kind": f.kind, "text": f.text, "method": f.method} for f in findings]
+def _summary(findings: list[PiiFinding]) -> list[dict[str, Any]]:
+    # confidence: the offline p_reject model (bqas.trust) reads it as evidence.
+    return [{"kind": f.kind, "text": f.text, "method": f.method, "confidence": f.confidence} for f in findings]
 
 
 def _gate(text: str, findings: list[PiiFinding], extra: list[str], method: str) -> MethodResult:

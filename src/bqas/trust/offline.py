@@ -1,0 +1,152 @@
+"""The offline tier's ``p_reject``: a small fitted model per judge, looked up by judge name.
+
+Where a judge's model comes from, in order:
+
+1. a provider registered in code with :func:`register_offline_provider` (e.g. a learned grounding scorer
+   that already gives a calibrated probability of an unfaithful answer);
+2. ``confidence: {offline: FILE}`` in the judge's ``judge.yaml`` (FILE relative to the judge folder);
+3. the shipped model file ``bqas/data/trust/<judge>.offline.json``.
+
+A judge with none gets ``p_reject: null`` with the reason; it cannot auto-decide unless a calibration
+profile calibrates its raw ``risk`` score. Model files are JSON coefficients (never pickle): a logistic
+regression over standardised features (:mod:`bqas.trust.features`) followed by Platt scaling.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bqas.judging.result import TierConfidence
+
+if TYPE_CHECKING:
+    from bqas.judging.result import DimensionProvenance
+    from bqas.judging.spec import JudgeSpec
+    from bqas.offline.methods import MethodResult
+
+MODEL_FORMAT = "bqas-p-reject/1"
+
+OfflineProvider = Callable[
+    ["JudgeSpec", Mapping[str, Any], Mapping[str, "DimensionProvenance"], Mapping[str, "MethodResult"]],
+    TierConfidence,
+]
+_PROVIDERS: dict[str, OfflineProvider] = {}
+
+
+def register_offline_provider(judge: str, provider: OfflineProvider) -> None:
+    """Use ``provider`` for the offline ``p_reject`` of ``judge`` (overrides model files)."""
+    _PROVIDERS[judge] = provider
+
+
+@dataclass(frozen=True)
+class LogisticModel:
+    """p = sigmoid(a * (w · (x - mean) / scale + b0) + b): logistic regression with Platt scaling."""
+
+    id: str
+    judge: str
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    platt_a: float
+    platt_b: float
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str) -> LogisticModel:
+        if data.get("format") != MODEL_FORMAT:
+            raise ValueError(f"{where}: format: expected {MODEL_FORMAT!r}, got {data.get('format')!r}")
+        try:
+            feats = tuple(str(f) for f in data["features"])
+            model = cls(
+                id=str(data["id"]),
+                judge=str(data["judge"]),
+                features=feats,
+                mean=tuple(float(v) for v in data["mean"]),
+                scale=tuple(float(v) for v in data["scale"]),
+                coef=tuple(float(v) for v in data["coef"]),
+                intercept=float(data["intercept"]),
+                platt_a=float(data["platt"]["a"]),
+                platt_b=float(data["platt"]["b"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: not a p_reject model: {exc!r}") from None
+        if not len(feats) == len(model.mean) == len(model.scale) == len(model.coef):
+            raise ValueError(f"{where}: features, mean, scale and coef differ in length")
+        return model
+
+    def predict(self, features: Mapping[str, float]) -> float:
+        """p_reject for one feature dict (absent features count as 0). Pure Python: a few microseconds."""
+        z = self.intercept
+        for name, mu, sd, w in zip(self.features, self.mean, self.scale, self.coef, strict=True):
+            z += w * (features.get(name, 0.0) - mu) / sd
+        t = self.platt_a * z + self.platt_b
+        return 1.0 / (1.0 + math.exp(-t)) if t > -700 else 0.0
+
+
+@cache
+def _shipped(judge: str) -> LogisticModel | None:
+    ref = resources.files("bqas").joinpath(f"data/trust/{judge}.offline.json")
+    if not ref.is_file():
+        return None
+    return LogisticModel.from_dict(json.loads(ref.read_text(encoding="utf-8")), f"bqas/data/trust/{judge}.offline.json")
+
+
+@cache
+def _from_file(path: str) -> LogisticModel:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read p_reject model: {exc}") from None
+    return LogisticModel.from_dict(data, path)
+
+
+def model_for(spec: JudgeSpec) -> LogisticModel | None:
+    """The fitted offline model of a judge (judge.yaml ``confidence.offline``, else the shipped one)."""
+    conf = spec.extra.get("confidence") or {}
+    name = conf.get("offline") if isinstance(conf, dict) else None
+    if name:
+        return _from_file(str((spec.directory / str(name)).resolve()))
+    return _shipped(spec.name)
+
+
+def raw_risk(spec: JudgeSpec, dims: Mapping[str, DimensionProvenance]) -> float | None:
+    """The offline tier's uncalibrated risk: 1 for a failed gate, else 1 - composite/100 (None: unscored)."""
+    from bqas.judging.policy import apply_policy
+
+    if spec.scoring is None:
+        return None
+    values = {n: p.value for n, p in dims.items() if p.measured and p.value is not None}
+    outcome = apply_policy(values, spec.scoring, spec.dimensions)
+    if outcome.gate_failures:
+        return 1.0
+    if outcome.composite is None:
+        return None
+    return round(min(1.0, max(0.0, 1.0 - outcome.composite / 100.0)), 6)
+
+
+def offline_confidence(
+    spec: JudgeSpec,
+    values: Mapping[str, Any],
+    dims: Mapping[str, DimensionProvenance],
+    evidence: Mapping[str, MethodResult],
+) -> TierConfidence:
+    """The offline tier's confidence for one judgment (``p_reject`` null with a reason when no model)."""
+    risk = raw_risk(spec, dims)
+    provider = _PROVIDERS.get(spec.name)
+    if provider is not None:
+        conf = provider(spec, values, dims, evidence)
+        return conf.model_copy(update={"risk": risk}) if conf.risk is None else conf
+    model = model_for(spec)
+    if model is None:
+        return TierConfidence(risk=risk, reason=f"no fitted offline p_reject model for judge {spec.name}")
+    from bqas.trust.features import extract_features
+
+    p = model.predict(extract_features(spec, values, dims, evidence))
+    return TierConfidence(p_reject=round(p, 6), risk=risk, method="logistic+platt", model=model.id)
