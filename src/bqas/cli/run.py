@@ -119,9 +119,14 @@ def run_scenario(
             base_url=base_url, model=model, structured_output=structured_output, cache=False if no_cache else None
         ),
     )
+    from bqas.runner.execute import RunFailed
+
     try:
         store = _store()
         outcome = execute(request, get_settings(), store)
+    except RunFailed as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     except (ScenarioError, ValueError, KeyError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -20,6 +20,12 @@ from bqas.runner.scenario import Scenario
 from bqas.store.db import Store
 
 ProgressHook = Callable[[int], None]
+
+
+class RunFailed(RuntimeError):
+    """The run cannot go on (the results writer died): the run is marked ``failed`` with this reason."""
+
+
 RAGAS = "ragas"  # the pseudo-judge of a scenario's RAGAS `metrics:`
 
 
@@ -250,10 +256,27 @@ async def execute_run(
             batch = [(key, seq, rec) for (key, seq, _), rec in zip(batch, amended, strict=True)]
         store.add_results(run_id, batch)
 
-    writer_task = asyncio.create_task(writer())
-    try:
-        await asyncio.gather(produce(), *(worker() for _ in range(concurrency)))
-    finally:
+    async def judge_all() -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(produce())
+            for _ in range(concurrency):
+                group.create_task(worker())
         await results.put(None)
-        await writer_task
+
+    # One task group: when the writer dies, the workers blocked on the bounded results queue are
+    # cancelled instead of waiting forever; when a worker dies, the writer is cancelled. Either way the
+    # run fails loudly with the first error.
+    try:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(writer())
+            group.create_task(judge_all())
+    except ExceptionGroup as failure:
+        first = _first_error(failure)
+        raise RunFailed(f"{type(first).__name__}: {first}") from first
     return judged
+
+
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first leaf exception of a (nested) exception group."""
+    first = group.exceptions[0]
+    return _first_error(first) if isinstance(first, BaseExceptionGroup) else first

@@ -16,7 +16,7 @@ from bqas.judging.engine import ExamplesProvider, JudgeEngine
 from bqas.judging.factory import LLMOverrides, build_engine
 from bqas.review.settings import get_review_settings
 from bqas.runner.dataset import count_items
-from bqas.runner.execute import execute_run, new_run_id, work_items
+from bqas.runner.execute import RunFailed, execute_run, new_run_id, work_items
 from bqas.runner.scenario import Scenario, ScenarioError, load_scenario, scenario_fingerprint
 from bqas.runner.summary import RunSummary, ThresholdResult, check_thresholds, cost_estimate, summarize
 from bqas.settings import Settings
@@ -181,7 +181,12 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
     tenant = review.local_tenant if review.review else None
     if tenant is not None and review.memory_examples and engine.llm is not None:
         engine.options.examples = _memory_examples(store, tenant, review.memory_examples_k)
-    judged = _run_with_progress(engine, scenario, store, run_id, done, total, concurrency, request.progress, tenant)
+    try:
+        judged = _run_with_progress(engine, scenario, store, run_id, done, total, concurrency, request.progress, tenant)
+    except RunFailed as exc:
+        # Loud, never a hang: the run is stored as failed with the reason, and the CLI exits non-zero.
+        store.update_run(run_id, status="failed", finished_at=datetime.now(UTC), summary={"error": str(exc)})
+        raise RunFailed(f"run {run_id} failed: {exc}") from exc
     summary = summarize(store.iter_records(run_id))
     llm = scenario.llm
     cost = cost_estimate(
