@@ -1,7 +1,9 @@
 """On-disk LLM response cache (SQLite, safe for several processes).
 
 The key is a hash of the model, the messages and the parameters that shape the answer, so repeating a
-judgment makes no call. Only replies the caller accepted (valid JSON for the judge) are stored, so a
+judgment makes no call. Where :data:`CACHE_SCOPE` is set (the service sets it to the caller's tenant) the
+scope is part of the key: a tenant never gets a cache hit for text that another tenant submitted, which
+would tell it that the other tenant sent that text. CLI runs set no scope and share the cache. Only replies the caller accepted (valid JSON for the judge) are stored, so a
 broken reply is never replayed.
 """
 
@@ -12,6 +14,7 @@ import json
 import sqlite3
 import threading
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +28,17 @@ class CachedReply:
     completion_tokens: int
 
 
+# Who the cached replies belong to (None: shared by everyone, as in CLI runs).
+CACHE_SCOPE: ContextVar[str | None] = ContextVar("bqas_cache_scope", default=None)
+
+
 def cache_key(model: str, messages: list[dict[str, str]], params: dict[str, Any]) -> str:
-    """A stable key for one request."""
-    blob = json.dumps({"model": model, "messages": messages, "params": params}, sort_keys=True, ensure_ascii=False)
+    """A stable key for one request (within the current :data:`CACHE_SCOPE`)."""
+    parts: dict[str, Any] = {"model": model, "messages": messages, "params": params}
+    scope = CACHE_SCOPE.get()
+    if scope is not None:  # unscoped keys stay as they were, so existing caches keep their hits
+        parts["scope"] = scope
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -40,7 +40,7 @@ from bqas.service.models import (
     check_judge_language,
 )
 from bqas.service.review_feed import ReviewFeed
-from bqas.service.scoring import CURRENT_TENANT, LLMUnavailable, RequestProblem, ScoreCall, Scorer
+from bqas.service.scoring import LLMUnavailable, RequestProblem, ScoreCall, Scorer, bind_tenant
 from bqas.service.worker import JobWorker
 from bqas.settings import Settings, get_settings
 from bqas.store.db import Store, open_store
@@ -243,7 +243,7 @@ def create_app(
         )
         try:
             state.scorer.check(call.fields, call.judges, call.metrics, backend)
-            CURRENT_TENANT.set((state.store, tenant))  # whose reviewed cases may calibrate the LLM judge
+            bind_tenant(state.store, tenant)  # whose reviewed cases and cache entries
             records = await state.scorer.score(call)
         except RequestProblem as exc:
             return _problem(exc)

@@ -78,6 +78,15 @@ def ragas_api() -> ModuleType | None:
 CURRENT_TENANT: ContextVar[tuple[Store, str] | None] = ContextVar("bqas_current_tenant", default=None)
 
 
+def bind_tenant(store: Store, tenant: str) -> None:
+    """Score the rest of this task for ``tenant``: its reviewed cases calibrate the LLM judge and its LLM
+    cache entries are its own (no cache hit reveals what another tenant sent)."""
+    from bqas.llm.cache import CACHE_SCOPE
+
+    CURRENT_TENANT.set((store, tenant))
+    CACHE_SCOPE.set("tenant:" + tenant)
+
+
 async def _memory_examples(judge: str, values: Mapping[str, Any], language: str) -> str:
     """Similar cases the current tenant's reviewers decided, fenced as data, for the LLM judge."""
     current = CURRENT_TENANT.get()

@@ -20,7 +20,7 @@ from bqas.review.process import process_results
 from bqas.service.config import ServiceSettings
 from bqas.service.jobs import job_calls
 from bqas.service.metrics import ServiceMetrics
-from bqas.service.scoring import CURRENT_TENANT, LLMUnavailable, RequestProblem, ScoreCall, Scorer, aggregate, redact
+from bqas.service.scoring import LLMUnavailable, RequestProblem, ScoreCall, Scorer, aggregate, bind_tenant, redact
 from bqas.store.db import Store
 from bqas.store.service import JobView, add_item, claim_job, done_seqs, finish_job, job_items, renew_lease
 
@@ -162,7 +162,7 @@ class JobWorker:
         language = job.request["resolved"].get("language") or self.scorer.settings.language
 
         async def one(seq: int, call: ScoreCall) -> None:
-            CURRENT_TENANT.set((self.store, job.tenant))  # this task's context: the job's tenant
+            bind_tenant(self.store, job.tenant)  # this task's context: the job's tenant
             async with turns:
                 records = await self._score_with_retries(seq, call, len(calls))
                 if self.review:
