@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 from typer.testing import CliRunner
 
+from bqas.auth.tenants import LOCAL_TENANT
 from bqas.cli.main import app
 from bqas.review.queue import ItemFilter, list_items
 from bqas.service.app import create_app
@@ -42,10 +43,10 @@ def test_cli_run_enqueues_escalations_for_the_local_tenant(tmp_path: Path, bqas_
     result = runner.invoke(app, ["run", str(scenario), "--no-progress", "--out", str(tmp_path / "o")])
     assert result.exit_code == 0, result.output
     store = open_store(f"sqlite:///{bqas_home / 'bqas.sqlite'}")
-    items, total = list_items(store, "local", ItemFilter(status=None))
+    items, total = list_items(store, LOCAL_TENANT, ItemFilter(status=None))
     assert total >= 1 and "leak-1" in {i.response_id for i in items}
     listing = runner.invoke(app, ["runs"])
-    assert "new error categories" in listing.output and "local/voice" in listing.output
+    assert "new error categories" in listing.output and f"{LOCAL_TENANT}/voice" in listing.output
 
 
 def test_service_enqueues_for_the_callers_tenant_and_serves_the_review_page(tmp_path: Path) -> None:

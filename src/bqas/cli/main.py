@@ -213,7 +213,14 @@ def compare_cmd(
 
 # Command groups that live in their own modules. Each module defines ``register(app)`` and keeps its
 # heavy imports inside the command functions, so that `bqas --help` stays fast.
-_COMMAND_MODULES = ("bqas.cli.calibrate", "bqas.cli.synth", "bqas.cli.serve", "bqas.cli.prompts", "bqas.cli.review")
+_COMMAND_MODULES = (
+    "bqas.cli.calibrate",
+    "bqas.cli.synth",
+    "bqas.cli.serve",
+    "bqas.cli.prompts",
+    "bqas.cli.review",
+    "bqas.cli.local_review",
+)
 
 
 def _register_command_modules() -> None:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from bqas.judging.factory import LLMOverrides
 from bqas.runner.scenario import ScenarioError
+
+if TYPE_CHECKING:
+    from bqas.store.db import Store
 
 
 def _store() -> Any:
@@ -142,9 +145,28 @@ def run_scenario(
     typer.echo(f"judged now: {outcome.judged_now} · results: {outcome.out_dir / 'results.jsonl'}")
     typer.echo(f"junit: {outcome.out_dir / 'junit.xml'}")
     typer.echo(f"report: {outcome.out_dir / 'report.html'}")
+    _say_where_escalations_went(store, outcome.run_id)
     if not outcome.passed:
         typer.echo("thresholds missed", err=True)
         raise typer.Exit(1)
+
+
+def _say_where_escalations_went(store: Store, run_id: str) -> None:
+    """Tell the user where this run's escalations are and how to look at them."""
+    from bqas.review.queue import open_count
+    from bqas.review.settings import get_review_settings
+
+    review = get_review_settings()
+    if not review.review:
+        return
+    mine = open_count(store, review.local_tenant, source=run_id)
+    if mine:
+        total = open_count(store, review.local_tenant)
+        typer.echo(
+            f"review: {mine} escalation(s) of this run in the local review queue ({total} open in all, tenant "
+            f"{review.local_tenant}): `bqas review` opens it; "
+            f"`bqas gold export --tenant {review.local_tenant}` exports the labels"
+        )
 
 
 def list_runs(limit: int, as_json: bool) -> None:

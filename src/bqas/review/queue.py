@@ -219,6 +219,15 @@ def status_counts(store: Store, tenant: str) -> dict[str, int]:
     return counts
 
 
+def open_count(store: Store, tenant: str, source: str | None = None) -> int:
+    """Open items of the tenant (of one run or job with ``source``)."""
+    where = [ReviewItem.tenant == tenant, ReviewItem.status == "open"]
+    if source is not None:
+        where.append(ReviewItem.source == source)
+    with store.session() as s:
+        return int(s.scalar(select(func.count(ReviewItem.id)).where(*where)) or 0)
+
+
 class ReviewError(ValueError):
     """The submitted review is not valid (messages name the fields)."""
 

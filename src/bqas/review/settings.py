@@ -5,8 +5,10 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bqas.auth.tenants import LOCAL_TENANT, RESERVED_PREFIX, is_reserved
 
 
 class ReviewSettings(BaseSettings):
@@ -16,8 +18,16 @@ class ReviewSettings(BaseSettings):
 
     # The whole loop (queue, memory, categories, alerts) after each batch of results; off: BQAS_REVIEW=false.
     review: bool = True
-    # The tenant that CLI runs (`bqas run`) belong to in the review queue.
-    local_tenant: str = "local"
+    # The tenant that CLI runs (`bqas run`) belong to in the review queue: a reserved name ("@…") for
+    # which no API key can exist, so no service tenant reaches what local runs stored.
+    local_tenant: str = LOCAL_TENANT
+
+    @field_validator("local_tenant")
+    @classmethod
+    def _reserved(cls, value: str) -> str:
+        if not is_reserved(value):
+            raise ValueError(f"must start with {RESERVED_PREFIX!r} (a name no service tenant can have)")
+        return value
 
     # Alerts: per tenant/judge rules come from the YAML file; these are the defaults.
     alerts_file: Path | None = None

@@ -1,0 +1,74 @@
+"""The review page for what ``bqas run`` escalated (tenant ``@local``), served by ``bqas review``.
+
+CLI runs file their review items under the reserved tenant :data:`bqas.auth.tenants.LOCAL_TENANT`, for
+which no API key can be issued, so no service tenant can reach them. ``bqas review`` serves the same
+review page on 127.0.0.1 with a key that exists only in its own process, and opens the session through
+a one-time start link (like a notebook server's token): the link works once, then logging in needs
+that key, which the command prints.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+
+from fastapi import FastAPI
+from fastapi.responses import RedirectResponse, Response
+
+from bqas.auth.keys import Authenticator
+from bqas.auth.tenants import LOCAL_TENANT
+from bqas.review.sessions import COOKIE, SessionManager
+from bqas.review.settings import ReviewSettings, get_review_settings
+from bqas.review.web import review_router
+from bqas.store.db import Store
+
+
+class LocalReview:
+    """A review app for the local tenant: ``app``, the process-only ``key`` and the one-time ``start_path``."""
+
+    def __init__(self, store: Store, settings: ReviewSettings | None = None):
+        settings = settings or get_review_settings()
+        self.store = store
+        self.key = "bqas_local_" + secrets.token_urlsafe(32)
+        self._start_token: str | None = secrets.token_urlsafe(32)
+        self._lock = threading.Lock()
+        auth = Authenticator(store)
+        auth.add_key(self.key, LOCAL_TENANT)
+        base = settings.review_path.rstrip("/")
+        sessions = SessionManager(store, auth, hours=settings.review_session_hours)
+        self.start_path = f"/start/{self._start_token}"
+        app = FastAPI(title="BQAS local review", docs_url=None, redoc_url=None, openapi_url=None)
+        app.include_router(review_router(store, auth, settings=settings))
+
+        @app.get("/")
+        def root() -> Response:
+            return RedirectResponse(f"{base}/login", status_code=303)
+
+        @app.get("/start/{token}")
+        def start(token: str) -> Response:
+            if not self._take(token):
+                return Response("This start link was used already: log in with the key printed by `bqas review`.", 403)
+            result = sessions.login(self.key)
+            assert result is not None  # the key was added above
+            response = RedirectResponse(f"{base}/queue", status_code=303)
+            response.set_cookie(
+                COOKIE,
+                result[0],
+                max_age=int(settings.review_session_hours * 3600),
+                path=base or "/",
+                httponly=True,
+                samesite="strict",
+                secure=settings.review_cookie_secure,
+            )
+            return response
+
+        self.app = app
+
+    def _take(self, token: str) -> bool:
+        """Consume the one-time start token (constant-time comparison)."""
+        with self._lock:
+            expected = self._start_token
+            if expected is None or not secrets.compare_digest(expected.encode(), token.encode()):
+                return False
+            self._start_token = None
+            return True
