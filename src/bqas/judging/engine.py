@@ -21,6 +21,7 @@ from bqas.judging.policy import apply_policy
 from bqas.judging.render import render_prompt, retry_message
 from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
 from bqas.judging.spec import JudgeRegistry, JudgeSpec
+from bqas.judging.workers import run_cpu
 from bqas.llm.client import LLMClient, LLMError
 from bqas.offline.methods import MethodResult
 from bqas.settings import check_language
@@ -105,13 +106,17 @@ class JudgeEngine:
             raise ValueError(f"judge {judge!r} generates test inputs; it does not grade (use `bqas synth`)")
         values = check_inputs(spec, sample)
         lang = check_language(language or self.options.default_language)
-        started = time.perf_counter()
         use_offline, use_llm = self.tiers
+        if use_offline and not self.offline.loaded:
+            # Model loading is start-up, not judgment: it happens once, before this judgment's clock starts.
+            await run_cpu(self.offline.load)
+        started = time.perf_counter()
         result = JudgmentResult(response_id=response_id, judge=spec.name, language=lang)
         offline_dims: dict[str, DimensionProvenance] = {}
         notes: list[str] = []
         if use_offline:
-            offline_dims, notes, result.confidence["offline"] = self._offline_tier(spec, values, lang)
+            # In the worker pool (p_reject included): CPU-bound work must not stall the event loop.
+            offline_dims, notes, result.confidence["offline"] = await run_cpu(self._offline_tier, spec, values, lang)
             result.backend = "offline"
         llm_data: dict[str, Any] | None = None
         if use_llm:

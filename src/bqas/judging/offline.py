@@ -3,12 +3,14 @@ method, and reports every other graded dimension as not measured, with the reaso
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from bqas.judging.result import DimensionProvenance
 from bqas.judging.spec import JudgeSpec
-from bqas.offline.methods import MethodResult, OfflineContext, get_method
+from bqas.offline.methods import MethodResult, OfflineContext, get_method, load_builtin_methods
 
 if TYPE_CHECKING:
     from bqas.offline.embeddings import Embedder
@@ -20,6 +22,28 @@ class OfflineJudge:
     def __init__(self, embedder_factory: Callable[[], Embedder] | None = None):
         self._embedder_factory = embedder_factory
         self._resources: dict[str, Any] = {}
+        self._load_lock = threading.Lock()
+        self.loaded = False
+        #: Seconds the last :meth:`load` took (0.0 when nothing was loaded).
+        self.load_seconds = 0.0
+
+    def load(self) -> float:
+        """Import the methods and load the embedding model (once); returns the seconds it took.
+
+        Called before the first judgment's clock starts, so that model loading is not reported as
+        judgment latency; calling it at start-up (``bqas serve``) makes the first request fast too."""
+        with self._load_lock:
+            if self.loaded:
+                return 0.0
+            started = time.perf_counter()
+            load_builtin_methods()
+            ctx = OfflineContext(language="de", embedder_factory=self._embedder_factory, resources=self._resources)
+            warm = getattr(ctx.embedder(), "load", None)
+            if callable(warm):
+                warm()
+            self.load_seconds = time.perf_counter() - started
+            self.loaded = True
+            return self.load_seconds
 
     def evaluate(
         self,

