@@ -109,6 +109,13 @@ def run_scenario(
     if backend is not None and backend not in ("auto", "llm", "offline"):
         typer.echo(f"error: --backend: expected auto, llm or offline, got {backend!r}", err=True)
         raise typer.Exit(2)
+    started: list[str] = []
+
+    def announce(run_id: str, out_dir: Path, resuming: bool) -> None:
+        # First line of the run (before the progress bar): the id to resume with if it is killed.
+        started.append(run_id)
+        typer.echo(f"{'resuming' if resuming else 'run'} {run_id} · outputs: {out_dir}")
+
     request = RunRequest(
         scenario_path=scenario,
         resume=resume,
@@ -118,6 +125,7 @@ def run_scenario(
         concurrency=concurrency,
         baseline=baseline,
         progress=progress,
+        on_start=announce,
         overrides=LLMOverrides(
             base_url=base_url, model=model, structured_output=structured_output, cache=False if no_cache else None
         ),
@@ -134,7 +142,8 @@ def run_scenario(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        typer.echo("\ninterrupted: resume with `bqas run --resume <run id>` (see `bqas runs`)", err=True)
+        which = started[0] if started else "<run id>"
+        typer.echo(f"\ninterrupted: resume with `bqas run --resume {which}`", err=True)
         raise typer.Exit(130) from None
     finally:
         from bqas.review.alerts import flush_alerts
@@ -171,9 +180,11 @@ def _say_where_escalations_went(store: Store, run_id: str) -> None:
 
 def list_runs(limit: int, as_json: bool) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from bqas.review.categories import new_categories
+    from bqas.runner.lease import display_status
 
     store = _store()
     runs = store.list_runs(limit)
@@ -184,7 +195,7 @@ def list_runs(limit: int, as_json: bool) -> None:
             "id": r.id,
             "kind": r.kind,
             "scenario": r.scenario,
-            "status": r.status,
+            "status": display_status(r),
             "total": r.total,
             "started_at": r.started_at.isoformat() if r.started_at else None,
             "verdicts": (r.summary or {}).get("verdicts", {}),
@@ -192,20 +203,31 @@ def list_runs(limit: int, as_json: bool) -> None:
         }
         for r in runs
     ]
+    for row in rows:
+        if row["status"] == "interrupted" and row["kind"] == "scenario":
+            row["resume"] = f"bqas run --resume {row['id']}"
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
     table = Table(title="runs")
-    for col in ("id", "scenario", "status", "samples", "pass rate", "verdicts", "started"):
-        table.add_column(col)
+    # Ids are what users copy into --resume/show/compare: never cut them; the other columns wrap.
+    table.add_column("id", no_wrap=True, overflow="fold", min_width=max((len(r["id"]) for r in rows), default=2))
+    table.add_column("scenario", overflow="fold", ratio=2)
+    for col in ("status", "samples", "pass rate"):
+        table.add_column(col, no_wrap=True, justify="left" if col == "status" else "right")
+    table.add_column("verdicts", overflow="fold", ratio=2)
+    table.add_column("started", overflow="fold", ratio=1)
     for row in rows:
         verdicts = " ".join(f"{k}={v}" for k, v in row["verdicts"].items())
         rate = "–" if row["pass_rate"] is None else f"{100 * row['pass_rate']:.1f} %"
-        table.add_row(
-            row["id"], row["scenario"], row["status"], str(row["total"]), rate, verdicts, str(row["started_at"])[:19]
-        )
+        started = str(row["started_at"])[:16].replace("T", " ")
+        cells = (row["id"], row["scenario"], row["status"], str(row["total"]), rate, verdicts, started)
+        table.add_row(*(escape(c) for c in cells))  # names are data, not rich markup
     console = Console()
     console.print(table)
+    for row in rows:
+        if "resume" in row:
+            console.print(f"interrupted: {row['id']} — resume with `{row['resume']}`", soft_wrap=True, markup=False)
     if categories:
         # New error categories of the review loop (seed 002: "Neue Fehlerkategorien: Feedback an Entwicklung").
         console.print("[bold]new error categories[/] (first seen during these runs):")
@@ -216,13 +238,14 @@ def list_runs(limit: int, as_json: bool) -> None:
 
 
 def show_run(run_id: str, as_json: bool) -> None:
+    from bqas.runner.lease import display_status
     from bqas.runner.scenario import Thresholds
     from bqas.runner.summary import check_thresholds, summarize
 
     store = _store()
     run = store.find_run(run_id)
     if run is None:
-        typer.echo(f"error: no run with id {run_id!r} (see `bqas runs`)", err=True)
+        typer.echo(f"error: {store.missing_run(run_id)}", err=True)
         raise typer.Exit(2)
     summary = summarize(store.iter_records(run.id))
     thresholds = check_thresholds(summary, Thresholds.model_validate(run.config.get("thresholds") or {}))
@@ -233,7 +256,7 @@ def show_run(run_id: str, as_json: bool) -> None:
                 {
                     "run_id": run.id,
                     "scenario": run.scenario,
-                    "status": run.status,
+                    "status": display_status(run),
                     "summary": data,
                     "thresholds": [t.as_dict() for t in thresholds],
                 },
@@ -243,8 +266,12 @@ def show_run(run_id: str, as_json: bool) -> None:
         return
     done = store.count_results(run.id)
     print_summary(
-        data, [t.as_dict() for t in thresholds], f"run {run.id} — {run.scenario} ({run.status}, {done}/{run.total})"
+        data,
+        [t.as_dict() for t in thresholds],
+        f"run {run.id} — {run.scenario} ({display_status(run)}, {done}/{run.total})",
     )
+    if display_status(run) == "interrupted":
+        typer.echo(f"interrupted: resume with `bqas run --resume {run.id}`")
 
 
 def compare(run_a: str, run_b: str, max_drop: float, max_worse: int | None, as_json: bool) -> None:
@@ -257,7 +284,7 @@ def compare(run_a: str, run_b: str, max_drop: float, max_worse: int | None, as_j
     a, b = store.find_run(run_a), store.find_run(run_b)
     for given, run in ((run_a, a), (run_b, b)):
         if run is None:
-            typer.echo(f"error: no run with id {given!r}", err=True)
+            typer.echo(f"error: {store.missing_run(given)}", err=True)
             raise typer.Exit(2)
     assert a is not None and b is not None
     result = compare_runs(store.iter_records(a.id), store.iter_records(b.id))

@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 import signal
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +17,7 @@ from bqas.judging.factory import LLMOverrides, build_engine
 from bqas.review.settings import get_review_settings
 from bqas.runner.dataset import count_items
 from bqas.runner.execute import RunFailed, execute_run, new_run_id, work_items
+from bqas.runner.lease import RunLease
 from bqas.runner.scenario import Scenario, ScenarioError, load_scenario, scenario_fingerprint
 from bqas.runner.summary import RunSummary, ThresholdResult, check_thresholds, cost_estimate, summarize
 from bqas.settings import Settings
@@ -36,6 +37,8 @@ class RunRequest:
     overrides: LLMOverrides = field(default_factory=LLMOverrides)
     baseline: str | None = None
     progress: bool = True
+    # Called with (run id, out folder, resuming) as soon as the run is known, before any judging.
+    on_start: Callable[[str, Path, bool], None] | None = None
 
 
 @dataclass
@@ -57,7 +60,7 @@ def _scenario_for(request: RunRequest, store: Store) -> tuple[Scenario, str, boo
     if request.resume:
         run = store.find_run(request.resume)
         if run is None:
-            raise ScenarioError(f"--resume: no run with id {request.resume!r} (see `bqas runs`)")
+            raise ScenarioError(f"--resume: {store.missing_run(request.resume)}")
         if run.kind != "scenario":
             raise ScenarioError(f"--resume: run {run.id} is a {run.kind} run, not a scenario run")
         path = Path(run.scenario_path or "")
@@ -141,7 +144,7 @@ def write_outputs(store: Store, run_id: str, out_dir: Path, meta: dict[str, Any]
     if baseline:
         base_run = store.find_run(baseline)
         if base_run is None:
-            raise ScenarioError(f"--baseline: no run with id {baseline!r}")
+            raise ScenarioError(f"--baseline: {store.missing_run(baseline)}")
         base_summary = summarize(store.iter_records(base_run.id))
         base_meta = _run_meta(store, base_run.id, base_summary, [], None)
         base = (base_meta, store.iter_records(base_run.id))
@@ -154,6 +157,7 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
     stored = store.get_run(run_id).config if resuming else None  # type: ignore[union-attr]
     engine = _engine_for(scenario, request, settings, stored)
     total = sum(1 for _ in work_items(scenario))
+    out_dir = _out_dir(request, run_id, stored)
     if not resuming:
         config = {
             "description": scenario.description,
@@ -165,6 +169,7 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
             "judges": scenario.judges,
             "thresholds": scenario.thresholds.model_dump(),
             "samples": count_items(scenario),
+            "out_dir": str(out_dir.resolve()),  # --resume writes here again
         }
         store.create_run(
             run_id,
@@ -173,34 +178,52 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
             scenario_path=str(scenario.path.resolve()) if scenario.path else None,
             total=total,
         )
-    else:
-        store.update_run(run_id, status="running")
-    done = store.done_keys(run_id)
-    concurrency = request.concurrency or scenario.concurrency
-    review = get_review_settings()
-    tenant = review.local_tenant if review.review else None
-    if tenant is not None and review.memory_examples and engine.llm is not None:
-        engine.options.examples = _memory_examples(store, tenant, review.memory_examples_k)
+    lease = RunLease.acquire(store, run_id)  # a second resume of the same run refuses here
     try:
-        judged = _run_with_progress(engine, scenario, store, run_id, done, total, concurrency, request.progress, tenant)
-    except RunFailed as exc:
-        # Loud, never a hang: the run is stored as failed with the reason, and the CLI exits non-zero.
-        store.update_run(run_id, status="failed", finished_at=datetime.now(UTC), summary={"error": str(exc)})
-        raise RunFailed(f"run {run_id} failed: {exc}") from exc
-    summary = summarize(store.iter_records(run_id))
-    llm = scenario.llm
-    cost = cost_estimate(
-        summary,
-        llm.price_prompt_per_mtok if llm.price_prompt_per_mtok is not None else settings.price_prompt_per_mtok,
-        llm.price_completion_per_mtok
-        if llm.price_completion_per_mtok is not None
-        else settings.price_completion_per_mtok,
-    )
-    thresholds = check_thresholds(summary, scenario.thresholds)
-    store.update_run(run_id, status="done", finished_at=datetime.now(UTC), summary=summary.as_dict(cost))
-    out_dir = request.out_dir or Path("runs") / run_id
-    write_outputs(store, run_id, out_dir, _run_meta(store, run_id, summary, thresholds, cost), request.baseline)
+        if resuming:
+            store.update_run(run_id, status="running")
+            if request.out_dir is not None and stored is not None and stored.get("out_dir") != str(out_dir.resolve()):
+                store.update_run(run_id, config={**stored, "out_dir": str(out_dir.resolve())})
+        if request.on_start is not None:
+            request.on_start(run_id, out_dir, resuming)
+        done = store.done_keys(run_id)
+        concurrency = request.concurrency or scenario.concurrency
+        review = get_review_settings()
+        tenant = review.local_tenant if review.review else None
+        if tenant is not None and review.memory_examples and engine.llm is not None:
+            engine.options.examples = _memory_examples(store, tenant, review.memory_examples_k)
+        try:
+            judged = _run_with_progress(
+                engine, scenario, store, run_id, done, total, concurrency, request.progress, tenant
+            )
+        except RunFailed as exc:
+            # Loud, never a hang: the run is stored as failed with the reason, and the CLI exits non-zero.
+            store.update_run(run_id, status="failed", finished_at=datetime.now(UTC), summary={"error": str(exc)})
+            raise RunFailed(f"run {run_id} failed: {exc}") from exc
+        summary = summarize(store.iter_records(run_id))
+        llm = scenario.llm
+        cost = cost_estimate(
+            summary,
+            llm.price_prompt_per_mtok if llm.price_prompt_per_mtok is not None else settings.price_prompt_per_mtok,
+            llm.price_completion_per_mtok
+            if llm.price_completion_per_mtok is not None
+            else settings.price_completion_per_mtok,
+        )
+        thresholds = check_thresholds(summary, scenario.thresholds)
+        store.update_run(run_id, status="done", finished_at=datetime.now(UTC), summary=summary.as_dict(cost))
+        write_outputs(store, run_id, out_dir, _run_meta(store, run_id, summary, thresholds, cost), request.baseline)
+    finally:
+        lease.release()  # held until the outputs are written, so a resume cannot overwrite them meanwhile
     return RunOutcome(run_id, summary, thresholds, out_dir, judged, cost)
+
+
+def _out_dir(request: RunRequest, run_id: str, stored: Mapping[str, Any] | None) -> Path:
+    """``--out``, else the folder the run was started with (on resume), else ``runs/<id>``."""
+    if request.out_dir is not None:
+        return request.out_dir
+    if stored and stored.get("out_dir"):
+        return Path(str(stored["out_dir"]))
+    return Path("runs") / run_id
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:

@@ -131,6 +131,15 @@ class Store:
             rows = s.scalars(select(Run).where(Run.id.startswith(prefix)).limit(2)).all()
             return rows[0] if len(rows) == 1 else None
 
+    def missing_run(self, prefix: str) -> str:
+        """Why :meth:`find_run` found nothing: ``ambiguous: 'x' matches A, B`` or ``no run with id 'x'``."""
+        with self.session() as s:
+            ids = s.scalars(select(Run.id).where(Run.id.startswith(prefix)).order_by(Run.id).limit(6)).all()
+        if len(ids) > 1:
+            more = ", …" if len(ids) > 5 else ""
+            return f"ambiguous: {prefix!r} matches {', '.join(ids[:5])}{more}; give more of the id"
+        return f"no run with id {prefix!r} (see `bqas runs`)"
+
     def list_runs(self, limit: int = 50) -> Sequence[Run]:
         with self.session() as s:
             return s.scalars(select(Run).order_by(Run.started_at.desc()).limit(limit)).all()

@@ -28,6 +28,9 @@ class Run(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     summary: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # The process running it now (``host:pid:token``) and its lease's end (epoch s); see runner/lease.py.
+    lease_owner: Mapped[str | None] = mapped_column(String(100), nullable=True, default=None)
+    lease_until: Mapped[float | None] = mapped_column(Float, nullable=True, default=None)
 
 
 class ResultRow(Base):
