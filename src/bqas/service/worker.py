@@ -35,6 +35,14 @@ class JobFailed(RuntimeError):
     """The job cannot be completed; the message is the reason stored with it."""
 
 
+def review_source(job: JobView, seq: int) -> str:
+    """The review loop's source of one turn: the job id, plus the turn for sessions.
+
+    Queue and memory rows are unique per (tenant, source, response id, judge): turns of one session that
+    carry the same ``response_id`` must not collapse into one row (the later turn was lost)."""
+    return f"{job.id}#turn-{seq}" if job.kind == "session" else job.id
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
@@ -172,7 +180,7 @@ class JobWorker:
                         job.tenant,
                         records,
                         samples=[call.fields] * len(records),
-                        source=job.id,
+                        source=review_source(job, seq),
                     )
                 item: dict[str, Any] = {"turn": seq, "response_id": call.response_id, "results": records}
                 if self.service.redact_pii:
