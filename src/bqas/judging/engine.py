@@ -25,6 +25,7 @@ from bqas.judging.workers import run_cpu
 from bqas.llm.client import LLMClient, LLMError
 from bqas.offline.methods import MethodResult
 from bqas.settings import check_language
+from bqas.trust.profile import CalibrationProfile
 
 BackendChoice = Literal["auto", "llm", "offline"]
 
@@ -48,6 +49,13 @@ class EngineOptions:
     # Optional: (judge, input values, prompt language) -> a block of similar human-reviewed cases, fenced
     # as data, appended to the LLM prompt as calibration examples (the review loop's memory provides it).
     examples: ExamplesProvider | None = None
+    # Trust or escalate (bqas.trust): how the LLM tier gets its p_reject ("logprobs": token probabilities
+    # of the verdict-bearing values, falling back to k samples when the server gives none; "samples": k
+    # replies at temperature > 0; "off"), k, and a calibration profile that decides or escalates.
+    llm_confidence: Literal["logprobs", "samples", "off"] = "logprobs"
+    confidence_samples: int = 0
+    top_logprobs: int = 5
+    profile: CalibrationProfile | None = None
 
 
 def check_inputs(spec: JudgeSpec, sample: Mapping[str, Any]) -> dict[str, Any]:
@@ -119,12 +127,19 @@ class JudgeEngine:
             offline_dims, notes, result.confidence["offline"] = await run_cpu(self._offline_tier, spec, values, lang)
             result.backend = "offline"
         llm_data: dict[str, Any] | None = None
+        profile = self.options.profile
+        if use_llm and use_offline and profile is not None and self._offline_decides(profile, result):
+            use_llm = False  # the offline tier is certified to decide this one: no LLM call
         if use_llm:
             assert self.llm is not None
             result.backend = "llm" if not use_offline else "offline+llm"
             result.model = self.llm.config.model
             llm_data = await self._ask_llm(spec, values, lang, result)
         self._combine(spec, result, offline_dims, llm_data, notes, llm_failed=use_llm and llm_data is None)
+        if profile is not None:
+            from bqas.trust.decide import apply_profile
+
+            apply_profile(result, profile)
         result.latency_ms = round((time.perf_counter() - started) * 1000, 3)
         return result
 
@@ -137,6 +152,49 @@ class JudgeEngine:
         evidence: dict[str, MethodResult] = {}
         dims, notes = self.offline.evaluate(spec, values, language, evidence)
         return dims, notes, offline_confidence(spec, values, dims, evidence)
+
+    @staticmethod
+    def _offline_decides(profile: CalibrationProfile, result: JudgmentResult) -> bool:
+        from bqas.trust.decide import tier_decision
+
+        tier = profile.tier("offline")
+        return tier is not None and tier_decision(result, tier) != "escalate"
+
+    async def _llm_confidence(
+        self,
+        spec: JudgeSpec,
+        messages: list[dict[str, str]],
+        completion: Any,
+        data: dict[str, Any],
+        result: JudgmentResult,
+    ) -> TierConfidence:
+        """The LLM tier's p_reject: token log-probabilities, else agreement over k samples, else null + why."""
+        from bqas.trust.llm import from_logprobs, from_samples
+
+        assert self.llm is not None
+        model = self.llm.config.model
+        mode, k = self.options.llm_confidence, self.options.confidence_samples
+        if mode == "off":
+            return TierConfidence(model=model, reason="LLM confidence switched off")
+        if mode == "logprobs" and completion.logprobs:
+            return from_logprobs(spec, completion.text, data, completion.logprobs, model)
+        if k < 1:
+            why = (
+                "reply from the cache: no token log-probabilities"
+                if completion.cache_hit
+                else "the server gave no token log-probabilities"
+            )
+            return TierConfidence(model=model, reason=f"{why}; set confidence samples k > 0 to sample instead")
+        try:
+            replies = await self.llm.sample(messages, k, schema=spec.schema, schema_name=spec.name)
+        except LLMError as exc:
+            result.llm_calls += exc.calls
+            return TierConfidence(model=model, reason=f"sampling failed: {exc}")
+        for reply in replies:
+            result.llm_calls += reply.calls
+            result.prompt_tokens += reply.prompt_tokens
+            result.completion_tokens += reply.completion_tokens
+        return from_samples(spec, [r.text for r in replies], model)
 
     async def _ask_llm(
         self, spec: JudgeSpec, values: Mapping[str, Any], language: str, result: JudgmentResult
@@ -164,7 +222,14 @@ class JudgeEngine:
 
         for attempt in (1, 2):
             try:
-                completion = await self.llm.complete(messages, schema=spec.schema, schema_name=spec.name, accept=valid)
+                completion = await self.llm.complete(
+                    messages,
+                    schema=spec.schema,
+                    schema_name=spec.name,
+                    accept=valid,
+                    top_logprobs=self.options.top_logprobs if self.options.llm_confidence == "logprobs" else None,
+                    cache_first=True,
+                )
             except LLMError as exc:
                 # Every request sent counts, also those that timed out or failed (the cost is real).
                 result.llm_calls += exc.calls
@@ -182,6 +247,10 @@ class JudgeEngine:
             result.warnings.extend(outcome.warnings)
             if outcome.ok:
                 assert isinstance(outcome.data, dict)
+                if spec.scoring is not None:
+                    result.confidence["llm"] = await self._llm_confidence(
+                        spec, messages, completion, outcome.data, result
+                    )
                 return outcome.data
             result.errors.append(f"attempt {attempt}: invalid reply: {'; '.join(outcome.errors)}")
             if attempt == 1:

@@ -282,6 +282,7 @@ class LLMClient:
         max_tokens: int | None = None,
         temperature: float | None = None,
         top_logprobs: int | None = None,
+        cache_first: bool = False,
     ) -> Completion:
         """One chat completion. With a ``schema``, ask for structured output the way the server allows.
 
@@ -290,7 +291,8 @@ class LLMClient:
         override the configuration for this call. ``top_logprobs=k`` asks for token log-probabilities with
         ``k`` alternatives each (0-20); a server that refuses them is remembered and asked without, and
         the completion then has ``logprobs=None``. Such a call skips the cache lookup (a cached reply has
-        no log-probabilities) but still stores its reply.
+        no log-probabilities) but still stores its reply, unless ``cache_first``: then a cached reply is
+        used as it is (without log-probabilities) and only a miss asks the server for them.
         """
         params = self._params(temperature, max_tokens, top_logprobs)
         key: str | None = None
@@ -298,7 +300,7 @@ class LLMClient:
             # The key hashes the messages and the schema: only worth computing when a cache is in use.
             shape = {"temperature": params["temperature"], "max_tokens": params.get("max_tokens"), "schema": schema}
             key = cache_key(self.config.model, messages, shape)
-            if use_cache and top_logprobs is None:
+            if use_cache and (top_logprobs is None or cache_first):
                 hit = self.cache.get(key)
                 if hit is not None:
                     self.usage.cache_hits += 1

@@ -1,0 +1,112 @@
+"""Calibration profiles: fitting (single tier and cascade), checking on new labels, refusing a mismatch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bqas.judging.spec import default_registry
+from bqas.trust.fit import LabelledItem, Targets, check_on, fit_profile
+from bqas.trust.profile import ProfileConfig, ProfileError, check_profile, judge_hash, load_profile, prompt_hashes
+
+
+def _items(n: int, seed: int, llm: bool = False) -> list[LabelledItem]:
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < 0.4
+    off = np.where(y, rng.beta(5, 2, n), rng.beta(2, 5, n))
+    llm_s = np.where(y, rng.beta(8, 2, n), rng.beta(2, 8, n))
+    langs = ["de", "en", "zh"]
+    return [
+        LabelledItem(f"i{k}", langs[k % 3], bool(y[k]), float(off[k]), float(llm_s[k]) if llm else None)
+        for k in range(n)
+    ]
+
+
+def _config() -> ProfileConfig:
+    spec = default_registry().get("rag_hallucination")
+    from bqas.trust.offline import model_for
+
+    model = model_for(spec)
+    return ProfileConfig(
+        backend="auto",
+        model="judge-1",
+        judge_hash=judge_hash(spec),
+        prompt_hashes=prompt_hashes(spec),
+        offline_model=model.id if model else None,
+    )
+
+
+def test_single_tier_profile_round_trip_and_check(tmp_path: Path) -> None:
+    profile = fit_profile(
+        _items(3000, 1), judge="rag_hallucination", config=_config(), targets=Targets(fnr_max=0.05), source="t"
+    )
+    tier = profile.tier("offline")
+    assert tier is not None and tier.accept_threshold is not None and tier.reject_threshold is not None
+    assert profile.cascade["method"] == "single tier"
+    assert 0 < profile.coverage["decided"] < 1
+    assert set(profile.coverage["by_language"]) == {"de", "en", "zh"}
+    assert len(profile.data["sha256"]) == 64
+    for suffix in (".json", ".yaml"):
+        path = tmp_path / f"p{suffix}"
+        profile.dump(path)
+        assert load_profile(path) == profile
+    report = check_on(_items(3000, 2), profile)
+    pipe = report["tiers"]["pipeline"]
+    assert pipe["fnr"] is not None and pipe["fnr_held"] == (pipe["fnr"] <= 0.05)
+    assert pipe["coverage"] > 0
+
+
+def test_cascade_splits_the_budget_and_the_llm_tier_sees_only_escalations() -> None:
+    profile = fit_profile(
+        _items(4000, 3, llm=True),
+        judge="rag_hallucination",
+        config=_config(),
+        targets=Targets(fnr_max=0.1, fpr_max=0.1),
+        source="t",
+    )
+    off, llm = profile.tier("offline"), profile.tier("llm")
+    assert off is not None and llm is not None
+    assert off.fnr_max == pytest.approx(0.05) and llm.fnr_max == pytest.approx(0.05)
+    assert off.delta == pytest.approx(0.05) and llm.delta == pytest.approx(0.05)
+    assert profile.coverage["llm"] > 0
+    assert profile.coverage["decided"] == pytest.approx(profile.coverage["offline"] + profile.coverage["llm"])
+
+
+def test_too_little_data_certifies_nothing_with_the_reason() -> None:
+    profile = fit_profile(_items(40, 4), judge="rag_hallucination", config=_config(), targets=Targets(), source="t")
+    tier = profile.tier("offline")
+    assert tier is not None and tier.accept_threshold is None
+    assert profile.coverage["decided"] == 0.0
+    assert "needed to certify" in tier.fit["accept"]["reason"]
+    assert tier.fit["accept"]["min_n_zero_errors"] == 114
+
+
+def test_a_profile_for_another_judge_or_prompt_is_refused(tmp_path: Path) -> None:
+    spec = default_registry().get("rag_hallucination")
+    profile = fit_profile(
+        _items(300, 5, llm=True), judge="rag_hallucination", config=_config(), targets=Targets(), source="t"
+    )
+    check_profile(profile, spec, backend="auto", model="judge-1")  # fits: no error
+    with pytest.raises(ProfileError, match="fitted for judge 'rag_hallucination', not 'rag_privacy'"):
+        check_profile(profile, default_registry().get("rag_privacy"), backend="auto", model="judge-1")
+    with pytest.raises(ProfileError, match="model 'judge-1', not 'other'"):
+        check_profile(profile, spec, backend="auto", model="other")
+    changed = profile.model_copy(deep=True)
+    changed.configuration.prompt_hashes["de"] = "0" * 16
+    with pytest.raises(ProfileError, match=r"other prompts .*changed: de"):
+        check_profile(changed, spec, backend="auto", model="judge-1")
+    changed.configuration.judge_hash = "x"
+    with pytest.raises(ProfileError, match="another configuration"):
+        check_profile(changed, spec, backend="auto", model="judge-1")
+
+
+def test_broken_profile_file_names_file_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text("format: other\n", encoding="utf-8")
+    with pytest.raises(ProfileError, match=r"p\.yaml: format"):
+        load_profile(path)
+    path.write_text("format: bqas-calibration-profile/1\nid: x\n", encoding="utf-8")
+    with pytest.raises(ProfileError, match=r"p\.yaml: judge: Field required"):
+        load_profile(path)
