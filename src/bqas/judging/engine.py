@@ -173,7 +173,8 @@ class JudgeEngine:
 
         assert self.llm is not None
         model = self.llm.config.model
-        mode, k = self.options.llm_confidence, self.options.confidence_samples
+        mode = self.options.llm_confidence
+        k = self.options.confidence_samples or (3 if mode == "samples" else 0)  # samples mode: k = 3 unless set
         if mode == "off":
             return TierConfidence(model=model, reason="LLM confidence switched off")
         if mode == "logprobs" and completion.logprobs:
