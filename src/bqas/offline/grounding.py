@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +65,16 @@ SIM_THRESHOLD_WITH_FACTS = 0.25
 LEX_THRESHOLD_WITH_FACTS = 0.3
 _MAX_CLAIMS = 60
 _MAX_CONTEXT_UNITS = 400
+#: Contexts with at most this many units (sentences) are embedded whole. Above it, only the units that
+#: share content words with a claim are embedded: the best cosine match almost always shares some, and
+#: embedding is most of the cost (a 4k-character context is ~40-80 units; one claim needs a handful).
+EMBED_ALL_UNITS = 24
+#: Units embedded per claim above that size: the ones sharing the most content stems with the claim.
+CANDIDATES_PER_CLAIM = 4
+#: A claim sharing no content word with any unit (a paraphrase, another language) gets the first units.
+_FALLBACK_UNITS = 32
+#: Built contexts kept per process (the same passages recur across turns, models and requests).
+_CONTEXT_CACHE_SIZE = 256
 
 # ---------------------------------------------------------------------------------------------- units
 
@@ -521,6 +533,34 @@ class _Context:
     bigrams: set[str]
     numbers: list[NumberFact]
     dates: list[DateFact]
+    _unit_stems: list[frozenset[str]] | None = None
+
+    def unit_stems(self) -> list[frozenset[str]]:
+        """Content stems (and CJK bigrams) of each unit, computed on first use."""
+        if self._unit_stems is None:
+            self._unit_stems = [frozenset(content_stems(u)) for u in self.units]
+        return self._unit_stems
+
+
+def candidate_units(claims: list[str], context: _Context) -> list[int]:
+    """Indices of the context units to embed for ``claims`` (all of them for a small context).
+
+    Above :data:`EMBED_ALL_UNITS` units: per claim the :data:`CANDIDATES_PER_CLAIM` units sharing the most
+    content stems with it; a claim that shares none adds the first :data:`_FALLBACK_UNITS` units."""
+    n = len(context.units)
+    if n <= EMBED_ALL_UNITS:
+        return list(range(n))
+    unit_stems = context.unit_stems()
+    chosen: set[int] = set()
+    for claim in claims:
+        stems = frozenset(content_stems(claim))
+        scored = [(len(stems & us), -len(us), i) for i, us in enumerate(unit_stems) if not stems.isdisjoint(us)]
+        if not scored:
+            chosen.update(range(min(n, _FALLBACK_UNITS)))
+            continue
+        scored.sort(reverse=True)
+        chosen.update(i for _, _, i in scored[:CANDIDATES_PER_CLAIM])
+    return sorted(chosen)
 
 
 @dataclass
@@ -578,6 +618,26 @@ class GroundingAnalysis:
 def _normalise_spacing(text: str) -> str:
     # "7 , 370" / "3 . 5" (tokenised corpora) -> "7,370" / "3.5"
     return re.sub(r"(?<=\d) ([.,]) (?=\d)", r"\1", text)
+
+
+_CONTEXTS: OrderedDict[tuple[str, ...], _Context] = OrderedDict()
+_CONTEXTS_LOCK = threading.Lock()
+
+
+def _context_for(facts: list[str]) -> _Context:
+    """:func:`_build_context`, cached (LRU, thread-safe): a built context is only read afterwards."""
+    key = tuple(facts)
+    with _CONTEXTS_LOCK:
+        hit = _CONTEXTS.get(key)
+        if hit is not None:
+            _CONTEXTS.move_to_end(key)
+            return hit
+    built = _build_context(facts)
+    with _CONTEXTS_LOCK:
+        _CONTEXTS[key] = built
+        while len(_CONTEXTS) > _CONTEXT_CACHE_SIZE:
+            _CONTEXTS.popitem(last=False)
+    return built
 
 
 def _build_context(facts: list[str]) -> _Context:
@@ -639,7 +699,7 @@ def analyse_grounding(answer: str, facts: list[str], ctx: OfflineContext, query:
     if key in cache:
         return cache[key]
     language = detect_language(answer, default=ctx.language)
-    context = _build_context(facts)
+    context = _context_for(facts)
     query_ctx = _build_context([query]) if query.strip() else None
     claims: list[ClaimCheck] = []
     for sent in split_sentences(answer)[:_MAX_CLAIMS]:
@@ -662,12 +722,14 @@ def analyse_grounding(answer: str, facts: list[str], ctx: OfflineContext, query:
     checkable = [c for c in claims if c.checkable]
     emb = ctx.embedder()
     if checkable and context.units:
-        vecs = emb.embed([c.text for c in checkable] + context.units)
+        units = [context.units[i] for i in candidate_units([c.text for c in checkable], context)]
+        vecs = emb.embed([c.text for c in checkable] + units)
         sims = cosine_matrix(vecs[: len(checkable)], vecs[len(checkable) :])
+        best = sims.argmax(axis=1)
         for i, c in enumerate(checkable):
-            j = int(sims[i].argmax())
+            j = int(best[i])
             c.similarity = float(sims[i, j])
-            c.best_context = context.units[j]
+            c.best_context = units[j]
     for c in checkable:
         missing = [f for f in c.facts if not f["supported"]]
         c.invented_fact = bool(missing)

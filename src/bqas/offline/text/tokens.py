@@ -5,6 +5,7 @@ Deliberately simple and deterministic: no model, no dictionary.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -55,6 +56,7 @@ def words(text: str) -> list[str]:
     return _WORD_RE.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
+@functools.lru_cache(maxsize=1 << 16)  # words repeat across sentences and samples; a stem is pure
 def stem(token: str) -> str:
     """A crude German/English stem: folded, with one common suffix stripped (stem kept >= 4 chars)."""
     t = fold(token)
