@@ -113,7 +113,7 @@ def test_offline_generation_is_deterministic_with_a_seed() -> None:
     assert a == b and len(a) == 15
     assert [r["text"] for r in a] != [r["text"] for r in c]
     for rec in a:
-        assert rec["text"] == rec["user_input"] and rec["expected_intent"] == "reminder"
+        assert rec["input"] == rec["text"] == rec["user_input"] and rec["expected_intent"] == "reminder"
         assert rec["source"] == "synth:offline" and rec["tags"][:3] == ["synthetic", "typos", "de-AT"]
         for value in rec["slots"].values():
             assert value in rec["text"]
@@ -227,6 +227,18 @@ def test_cli_synth_offline_writes_jsonl(tmp_path: Path, bqas_home: Path) -> None
     assert summary["kept"] == 6 and summary["backend"] == "offline"
     lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert len(lines) == 6 and all("ß" not in r["text"] and "de-CH" in r["tags"] for r in lines)
+    # The file follows the seed's synthetic-generation item format and feeds the voice judge unchanged.
+    assert all({"input", "expected_intent", "slots"} <= set(r) and r["input"] == r["user_input"] for r in lines)
+
+
+def test_cli_synth_summary_does_not_read_as_a_loss(tmp_path: Path, bqas_home: Path) -> None:
+    out = tmp_path / "s.jsonl"
+    args = ["synth", "--intent", "reminder", "-n", "50", "--seed", "3", "--out", str(out), "--backend", "offline"]
+    result = CliRunner().invoke(app, [*args, "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "kept 50 of 50 requested" in result.output and "kept 50/50" not in result.output
+    assert "more candidate(s) generated and discarded" in result.output
+    assert "dropped" not in result.output
 
 
 def test_cli_synth_exit_codes(tmp_path: Path, bqas_home: Path) -> None:

@@ -25,6 +25,7 @@ def _dimension_text(spec: JudgeSpec) -> list[str]:
 def list_judges(language: str | None, as_json: bool, show_prompt: str | None) -> None:
     """Print the registry in the chosen language."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     try:
@@ -61,17 +62,20 @@ def list_judges(language: str | None, as_json: bool, show_prompt: str | None) ->
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
     table = Table(title=f"BQAS judges (prompt language: {lang})", show_lines=True)
-    for col in ("judge", "kind", "inputs", "outputs", "languages"):
-        table.add_column(col)
+    # Judge and input names are what users type into samples and --map: never cut them (at 80 columns
+    # too). Kind, languages and the description go under the name; outputs wrap, long words fold.
+    longest = max((len(name) for row in rows for name in (row["name"], *row["inputs"])), default=5)
+    table.add_column("judge", min_width=longest, overflow="fold")
+    table.add_column("inputs", min_width=longest, overflow="fold")
+    table.add_column("outputs", overflow="fold")
     for row in rows:
         langs = ", ".join(row["languages"]) + (
             "" if row["prompt_language"] == lang else f" (falls back to {row['prompt_language']})"
         )
         table.add_row(
-            f"{row['name']}\n[dim]{row['description']}[/dim]",
-            str(row["kind"]),
-            "\n".join(row["inputs"]),
-            "\n".join(row["outputs"]),
-            langs,
+            f"[bold]{escape(row['name'])}[/bold]\n{escape(str(row['kind']))} · {escape(langs)}\n"
+            f"[dim]{escape(row['description'])}[/dim]",
+            escape("\n".join(row["inputs"])),
+            escape("\n".join(row["outputs"])),
         )
     Console().print(table)

@@ -11,6 +11,27 @@ from typing import Annotated, Optional
 
 import typer
 
+
+def _plain_usage_names() -> None:
+    """Usage lines name arguments as ``SOURCE`` / ``[SCENARIO]`` (POSIX style).
+
+    Typer 0.29 writes required arguments as ``{source}``, which reads like a template placeholder;
+    the commands give each argument an upper-case ``metavar`` and this keeps the brackets conventional.
+    """
+    from typer.core import TyperArgument
+
+    def usage_name(self: TyperArgument) -> str:
+        name = self.display_name_raw
+        if not self.required:
+            name = f"[{name}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    if hasattr(TyperArgument, "_usage_display_name"):
+        TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]
+
+
+_plain_usage_names()
+
 app = typer.Typer(
     name="bqas",
     help=(
@@ -87,7 +108,9 @@ def judges_cmd(
 
 @app.command("score")
 def score_cmd(
-    source: Annotated[str, typer.Argument(help="A JSON file (one object, or JSON Lines), or - for stdin.")],
+    source: Annotated[
+        str, typer.Argument(metavar="SOURCE", help="A JSON file (one object, or JSON Lines), or - for stdin.")
+    ],
     judge: Annotated[
         str, typer.Option("--judge", "-j", help="Judge to apply, e.g. voice (see `bqas judges`).")
     ] = "voice",
@@ -114,7 +137,10 @@ def score_cmd(
 
 @app.command("run")
 def run_cmd(
-    scenario: Annotated[Optional[Path], typer.Argument(help="Scenario YAML file (omit with --resume).")] = None,  # noqa: UP045
+    scenario: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(metavar="SCENARIO", help="Scenario YAML file (omit with --resume)."),
+    ] = None,
     out: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option("--out", "-o", help="Folder for results.jsonl, junit.xml, report.html (default runs/<run id>/)."),
@@ -180,7 +206,7 @@ def runs_cmd(
 
 @app.command("show")
 def show_cmd(
-    run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="Run id (or a unique prefix).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Print the summary of one stored run."""
@@ -191,8 +217,8 @@ def show_cmd(
 
 @app.command("compare")
 def compare_cmd(
-    run_a: Annotated[str, typer.Argument(help="Baseline run id.")],
-    run_b: Annotated[str, typer.Argument(help="Candidate run id.")],
+    run_a: Annotated[str, typer.Argument(metavar="RUN_A", help="Baseline run id.")],
+    run_b: Annotated[str, typer.Argument(metavar="RUN_B", help="Candidate run id.")],
     max_drop: Annotated[
         float, typer.Option("--max-drop", help="Fail (exit 1) when the mean composite drops by more than this.")
     ] = 2.0,

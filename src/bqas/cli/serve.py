@@ -125,7 +125,7 @@ def worker(
 
 
 @keys_app.command("create")
-def keys_create(tenant: Annotated[str, typer.Argument(help="Tenant name, e.g. acme.")]) -> None:
+def keys_create(tenant: Annotated[str, typer.Argument(metavar="TENANT", help="Tenant name, e.g. acme.")]) -> None:
     """Create an API key for TENANT and print it (shown once; only its hash is stored).
 
     Example: bqas keys create acme
@@ -157,7 +157,9 @@ def keys_list() -> None:
 
 
 @keys_app.command("revoke")
-def keys_revoke(prefix: Annotated[str, typer.Argument(help="Key prefix as shown by `bqas keys list`.")]) -> None:
+def keys_revoke(
+    prefix: Annotated[str, typer.Argument(metavar="PREFIX", help="Key prefix as shown by `bqas keys list`.")],
+) -> None:
     """Revoke the keys whose prefix starts with PREFIX (running servers notice within 30 s).
 
     Example: bqas keys revoke bqas_Ab3dE

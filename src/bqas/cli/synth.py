@@ -91,7 +91,10 @@ def synth_cmd(
 
 
 def classify_cmd(
-    text: Annotated[Optional[str], typer.Argument(help="The text to classify (or use --file).")] = None,  # noqa: UP045
+    text: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Argument(metavar="TEXT", help="The text to classify (or use --file)."),
+    ] = None,
     file: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option("--file", "-f", help="JSONL with one text per line (field --text-field, or user_input)."),
@@ -120,7 +123,7 @@ def classify_cmd(
 
 
 def eval_intents_cmd(
-    dataset: Annotated[Path, typer.Argument(help="Labelled JSONL (text and intent fields).")],
+    dataset: Annotated[Path, typer.Argument(metavar="DATASET", help="Labelled JSONL (text and intent fields).")],
     text_field: Annotated[str, typer.Option("--text-field", help="Field holding the text.")] = "text",
     label_field: Annotated[str, typer.Option("--label-field", help="Field holding the true intent.")] = "intent",
     examples: Annotated[Optional[Path], _EXAMPLES] = None,  # noqa: UP045

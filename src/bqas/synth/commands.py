@@ -21,9 +21,13 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _summary(report: SynthReport) -> str:
-    lines = [f"kept {report.kept}/{report.requested} ({report.backend}, {report.rounds} round(s))"]
+    lines = [f"kept {report.kept} of {report.requested} requested ({report.backend}, {report.rounds} round(s))"]
+    discarded = sum(report.dropped.values())
+    if discarded:
+        # Extra candidates the generator made and threw away: none of them is missing from the file.
+        lines.append(f"  {discarded} more candidate(s) generated and discarded:")
     for reason, n in sorted(report.dropped.items(), key=lambda kv: -kv[1]):
-        lines.append(f"  dropped {n:4d} {reason}: {DROP_REASONS.get(reason, reason)}")
+        lines.append(f"  {n:6d} {reason}: {DROP_REASONS.get(reason, reason)}")
     if report.broken_replies:
         lines.append(
             f"  {len(report.broken_replies)} LLM repl(y/ies) with a broken array "

@@ -93,13 +93,15 @@ class Collector:
 
 
 def to_records(intent: str, kept: list[Candidate], tags: list[str], source: str) -> list[dict[str, Any]]:
-    """JSONL records usable by the ``voice`` judge (user_input) and the ``intent`` judge (text)."""
+    """JSONL records in the seed's synthetic-generation format (``input``, ``expected_intent``, ``slots``),
+    with the same text as ``user_input`` (the ``voice`` judge) and ``text`` (the ``intent`` judge)."""
     records: list[dict[str, Any]] = []
     for i, cand in enumerate(kept, start=1):
         all_tags = list(dict.fromkeys(["synthetic", *tags, *cand.tags]))
         records.append(
             {
                 "id": f"synth-{intent}-{i:04d}",
+                "input": cand.text,
                 "text": cand.text,
                 "user_input": cand.text,
                 "expected_intent": intent,
