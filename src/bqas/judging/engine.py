@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from bqas.judging.manipulation import apply_manipulation, find_manipulation
 from bqas.judging.offline import OfflineJudge
 from bqas.judging.parse import parse_reply
 from bqas.judging.policy import apply_policy
@@ -136,6 +137,9 @@ class JudgeEngine:
             result.model = self.llm.config.model
             llm_data = await self._ask_llm(spec, values, lang, result)
         self._combine(spec, result, offline_dims, llm_data, notes, llm_failed=use_llm and llm_data is None)
+        # Deterministic and backend-independent: an answer that tries to steer the judge fails (before the
+        # trust profile decides, so that no profile auto-accepts it).
+        apply_manipulation(result, find_manipulation(spec, values))
         if profile is not None:
             from bqas.trust.decide import apply_profile
 

@@ -108,6 +108,9 @@ class JudgeSpec:
     offline: dict[str, OfflineBinding]
     label_field: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # Input fields that hold the evaluated system output (the answer, definition, passage): the engine
+    # checks them for text that tries to steer the judge, on every backend (bqas.judging.manipulation).
+    evaluated: tuple[str, ...] = ()
 
     def template_for(self, language: str) -> tuple[str, str]:
         """The template text for ``language`` and the language actually used (German as fallback)."""
@@ -260,6 +263,9 @@ def load_judge(directory: Path, policy: dict[str, Any]) -> JudgeSpec:
                 raise JudgeFileError(f"{where}: offline.{dim_name}.inputs.{arg}: unknown input field {source!r}")
         offline[dim_name] = OfflineBinding(dim_name, str(binding["method"]), mapped)
     label_field = meta.get("label_field")
+    evaluated = meta.get("evaluated") or []
+    if not isinstance(evaluated, list) or not all(isinstance(e, str) and e in inputs for e in evaluated):
+        raise JudgeFileError(f"{where}: evaluated: expected a list of input fields ({', '.join(inputs)})")
     return JudgeSpec(
         name=name,
         kind=kind,
@@ -275,6 +281,7 @@ def load_judge(directory: Path, policy: dict[str, Any]) -> JudgeSpec:
         label_field=label_field,
         # Trust or escalate: per-tier confidence models (``confidence: {offline: FILE}``), see bqas.trust.
         extra={"confidence": meta["confidence"]} if isinstance(meta.get("confidence"), dict) else {},
+        evaluated=tuple(evaluated),
     )
 
 
