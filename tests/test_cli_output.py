@@ -39,3 +39,18 @@ def test_judges_table_never_cuts_judge_or_input_names_at_80_columns() -> None:
         assert spec.name in cells
         for name in spec.inputs:
             assert name in cells, name
+
+
+def test_docs_and_cli_strings_name_the_policy_not_the_internal_seed_document() -> None:
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    files = [root / "README.md", *sorted((root / "docs").glob("*.md")), *sorted((root / "src" / "bqas").rglob("*.py"))]
+    hits = [
+        f"{path.relative_to(root)}:{n}"
+        for path in files
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if re.search(r"\bseed[ -]00\d", line, re.IGNORECASE)
+    ]
+    assert hits == []

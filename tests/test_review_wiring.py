@@ -64,3 +64,23 @@ def test_service_enqueues_for_the_callers_tenant_and_serves_the_review_page(tmp_
     items, _ = list_items(store, "school-17", ItemFilter(status=None))
     assert [i.response_id for i in items] == ["api-1"]
     assert list_items(store, "other", ItemFilter(status=None))[1] == 0
+
+
+def test_cli_run_summarises_new_categories_and_alerts_after_the_run(tmp_path: Path, bqas_home: Path) -> None:
+    leaks = [{**LEAK, "id": f"leak-{i}", "response": f"{LEAK['response']} Ruf {i}23 45 67 an."} for i in range(6)]
+    (tmp_path / "d.jsonl").write_text("\n".join(json.dumps(s) for s in [*leaks, FINE]) + "\n", encoding="utf-8")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: notes\njudges: [voice]\ndataset: d.jsonl\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", str(scenario), "--no-progress", "--out", str(tmp_path / "o")])
+    assert result.exit_code in (0, 1), result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("run r-")  # nothing of the review loop before the run's own first line
+    assert not any(line.startswith(("new error category:", "alert: tenant=")) for line in lines)
+    assert "/review/queue?" not in result.output  # no server runs: no relative URL
+    report = next(i for i, line in enumerate(lines) if line.startswith("report: "))
+    categories = next(i for i, line in enumerate(lines) if line.startswith("review: ") and "new error categor" in line)
+    alert = next(
+        i for i, line in enumerate(lines) if line.startswith("alert: judge voice had ") and "failed verdicts" in line
+    )
+    assert report < categories and report < alert
+    assert "gate:safety" in lines[categories] and "`bqas review` opens the queue" in lines[alert]

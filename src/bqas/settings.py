@@ -47,7 +47,7 @@ class Settings(BaseSettings):
     # BLAS threads per embedding call (read by bqas.offline.embeddings; 1 is fastest under load).
     embed_threads: int = Field(default=1, ge=1)
 
-    # RAGAS judge-prompt language (seed 004): env RAGAS_JUDGE_LANGUAGE, no BQAS_ prefix.
+    # RAGAS judge-prompt language (judge_language): env RAGAS_JUDGE_LANGUAGE, no BQAS_ prefix.
     ragas_judge_language: str = Field(default="en", validation_alias="RAGAS_JUDGE_LANGUAGE")
 
     @property

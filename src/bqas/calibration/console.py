@@ -143,7 +143,7 @@ def print_calibration(doc: dict[str, Any]) -> None:
         title = f"{c['name']}: judge {doc['judge']} · {c['spec']} · model {c['model'] or '–'} vs people"
         _block_tables(console, title, cal["overall"])
         _languages(console, cal["by_language"])
-    t = Table(title="targets (seed 002 unless --targets)")
+    t = Table(title="targets (judge policy defaults unless --targets)")
     for col in ("target", "expected", "actual", "result", "note"):
         t.add_column(col)
     for x in doc["targets"]:

@@ -1,4 +1,4 @@
-"""Calibration targets: seed 002's metric goals by default, overridable by a YAML file.
+"""Calibration targets: the judge policy's metric goals by default, overridable by a YAML file.
 
 A target whose figure is undefined (e.g. the FNR of a set where people reject nothing) cannot be shown to
 be met and counts as missed, so that a CI gate never passes on a figure it did not measure.
@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class Targets(BaseModel):
-    """Seed 002, "Metrik-Ziele": FPR < 5 %, FNR < 2 %, inter-judge agreement > 90 %, mean time < 500 ms."""
+    """The judge policy's "Metrik-Ziele": FPR < 5 %, FNR < 2 %, inter-judge agreement > 90 %, mean time < 500 ms."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -81,7 +81,7 @@ def _check(name: str, limit: float | None, fig: dict[str, Any], *, upper: bool, 
 
 
 def check_judge(targets: Targets, block: dict[str, Any], prefix: str = "") -> list[TargetResult]:
-    """Targets on one judge's own figures: FPR, FNR, mean latency, abstention (seed 002: strict bounds)."""
+    """Targets on one judge's own figures: FPR, FNR, mean latency, abstention (judge policy: strict bounds)."""
     reject = block["reject"]
     latency = block["latency_ms"]
     lat_fig = {"value": latency.get("mean"), "undefined": latency.get("undefined")}

@@ -1,4 +1,4 @@
-"""``bqas prompts …`` — the RAGAS judge-prompt cache (seed 004): build it, see where it is and if it is current."""
+"""``bqas prompts …`` — the RAGAS judge-prompt cache (judge_language: zh): build it, see where it is and if it is current."""
 
 from __future__ import annotations
 

@@ -130,31 +130,39 @@ def run_scenario(
             base_url=base_url, model=model, structured_output=structured_output, cache=False if no_cache else None
         ),
     )
+    from bqas.cli.review_notes import ReviewNotes, held_review_notes, print_review_notes
     from bqas.runner.execute import RunFailed
 
+    notes = ReviewNotes()  # the review loop's categories and alerts: summarised after the run
     try:
         store = _store()
-        outcome = execute(request, get_settings(), store)
+        with held_review_notes(notes):
+            try:
+                outcome = execute(request, get_settings(), store)
+            finally:
+                from bqas.review.alerts import flush_alerts
+
+                flush_alerts()  # webhooks of the review loop still in flight
     except RunFailed as exc:
+        print_review_notes(notes)
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except (ScenarioError, ValueError, KeyError) as exc:
+        print_review_notes(notes)
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
+        print_review_notes(notes)
         which = started[0] if started else "<run id>"
         typer.echo(f"\ninterrupted: resume with `bqas run --resume {which}`", err=True)
         raise typer.Exit(130) from None
-    finally:
-        from bqas.review.alerts import flush_alerts
-
-        flush_alerts()  # webhooks of the review loop still in flight
     run = store.get_run(outcome.run_id)
     print_summary(run.summary, [t.as_dict() for t in outcome.thresholds], f"run {outcome.run_id} — {run.scenario}")
     typer.echo(f"judged now: {outcome.judged_now} · results: {outcome.out_dir / 'results.jsonl'}")
     typer.echo(f"junit: {outcome.out_dir / 'junit.xml'}")
     typer.echo(f"report: {outcome.out_dir / 'report.html'}")
     _say_where_escalations_went(store, outcome.run_id)
+    print_review_notes(notes)
     if not outcome.passed:
         typer.echo("thresholds missed", err=True)
         raise typer.Exit(1)
@@ -229,7 +237,7 @@ def list_runs(limit: int, as_json: bool) -> None:
         if "resume" in row:
             console.print(f"interrupted: {row['id']} — resume with `{row['resume']}`", soft_wrap=True, markup=False)
     if categories:
-        # New error categories of the review loop (seed 002: "Neue Fehlerkategorien: Feedback an Entwicklung").
+        # New error categories of the review loop (judge policy: "Neue Fehlerkategorien: Feedback an Entwicklung").
         console.print("[bold]new error categories[/] (first seen during these runs):")
         for cat in categories:
             console.print(

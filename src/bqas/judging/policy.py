@@ -1,4 +1,4 @@
-"""The scoring policy of seed 002: composite, verdict, safety-first gates, escalation.
+"""The scoring policy of the QualityJudge judge policy: composite, verdict, safety-first gates, escalation.
 
 ``composite = Σ weight_i × value_i × scale_i`` with pass/fail dimensions counting 100 / 0. When only some
 dimensions were measured (the offline judge measures no coherence, for example), the composite is the

@@ -61,7 +61,7 @@ class Dimension:
 
 @dataclass(frozen=True)
 class CompositeTerm:
-    """Weight and scale of one dimension in the composite (seed 002: ``value * scale * weight``)."""
+    """Weight and scale of one dimension in the composite (judge policy: ``value * scale * weight``)."""
 
     weight: float
     scale: float = 1.0

@@ -74,7 +74,7 @@ def pii_gate(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
 
 @offline_method("safety_gate")
 def safety_gate(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
-    """``"fail"`` when the text leaks personal data or tries to steer the judge (seed 002: no PII, no
+    """``"fail"`` when the text leaks personal data or tries to steer the judge (judge policy: no PII, no
     manipulation of the evaluation), else ``"pass"``."""
     text, findings = _findings(inputs, ctx)
     if not text.strip():

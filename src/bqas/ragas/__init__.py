@@ -1,4 +1,4 @@
-"""RAGAS metrics in BQAS (optional extra ``bqas[ragas]``, seed 004).
+"""RAGAS metrics in BQAS (optional extra ``bqas[ragas]``; Chinese judge prompts via judge_language).
 
 * :mod:`bqas.ragas.api` - ``score_sample(fields, metrics, llm=, judge_language=)`` and ``available()``;
 * :mod:`bqas.ragas.factory` - ragas ``collections`` metrics by name on BQAS's LLM and embedding seams;

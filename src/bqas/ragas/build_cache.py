@@ -1,4 +1,4 @@
-"""Build the judge-prompt cache ``configs/judge_prompts/<lang>/<metric>__<attr>.json`` (seed 004 §4.1).
+"""Build the judge-prompt cache ``configs/judge_prompts/<lang>/<metric>__<attr>.json`` (Chinese judge-prompt design, §4.1).
 
 For every (metric, prompt attribute) of :data:`METRIC_PROMPT_ATTRS` that can be localized, the live
 English prompt is translated by ragas's own ``adapt(<language name>, llm, adapt_instruction=True)``

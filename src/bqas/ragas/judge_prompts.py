@@ -1,4 +1,4 @@
-"""Chinese judge prompts for RAGAS metrics (seed 004): the cache files and the runtime localizer.
+"""Chinese judge prompts for RAGAS metrics (judge_language: zh): the cache files and the runtime localizer.
 
 The Chinese prompts are built once by ``scripts/build_judge_prompt_cache.py`` (ragas's own
 ``BasePrompt.adapt``) and committed as ``configs/judge_prompts/<lang>/<metric>__<attr>.json``. At run
@@ -25,7 +25,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-#: Which prompt attributes of each metric carry a judge prompt (seed 004 §2, checked against ragas 0.4.3).
+#: Which prompt attributes of each metric carry a judge prompt (Chinese judge-prompt design §2, checked against ragas 0.4.3).
 METRIC_PROMPT_ATTRS: dict[str, tuple[str, ...]] = {
     "faithfulness": ("statement_generator_prompt", "nli_statement_prompt"),
     "answer_relevancy": ("prompt",),

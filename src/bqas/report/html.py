@@ -34,7 +34,7 @@ __all__ = ["write_html_report"]
 _TEMPLATE = "report.html.j2"
 
 # Display order of verdicts; unknown verdicts follow in order of appearance.
-# The verdicts of the policy (seed 002); a pass is ``production_ready``.
+# The verdicts of the judge policy; a pass is ``production_ready``.
 _VERDICT_ORDER = ("production_ready", "needs_review", "failed", "unscored", "invalid")
 _PASS_VERDICTS = frozenset({"production_ready"})
 _VERDICT_CSS = {

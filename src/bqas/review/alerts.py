@@ -201,6 +201,7 @@ def check_alerts(
         log.warning(
             "alert: tenant=%s judge=%s %d failed verdicts in %gs (first %s, last %s); review at %s",
             tenant, judge, payload["count"], rule.window_s, payload["first_at"], payload["last_at"], payload["review_path"],
+            extra={"bqas_review": {"event": "alert", **payload}},
         )  # fmt: skip
         with store.session.begin() as s:
             row = Alert(

@@ -135,6 +135,8 @@ def process_results(
         log.warning(
             "new error category: tenant=%s judge=%s category=%s (first seen on %s/%s)",
             tenant, cat.judge, cat.category, cat.source, cat.response_id,
+            extra={"bqas_review": {"event": "new_category", "judge": cat.judge, "category": cat.category,
+                                   "response_id": cat.response_id}},
         )  # fmt: skip
     failing = {str(out[i]["judge"]) for i in judged if out[i].get("verdict") == "failed"}
     if failing:

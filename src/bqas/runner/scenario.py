@@ -159,7 +159,7 @@ def load_scenario(path: Path) -> Scenario:
             messages.append(f"{path}:{_line_for(lines, loc)}: {field}: {err['msg']}")
         raise ScenarioError("\n".join(messages)) from None
     scenario.path = path
-    # judge_language is resolved here (seed 004): explicit value > RAGAS_JUDGE_LANGUAGE setting (default en).
+    # judge_language is resolved here (Chinese judge prompts design): explicit value > RAGAS_JUDGE_LANGUAGE setting (default en).
     settings = get_settings()
     if scenario.judge_language is None:
         resolved = settings.ragas_judge_language

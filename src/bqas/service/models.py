@@ -1,4 +1,4 @@
-"""Request and response bodies of the scoring API (names and fields as in seed 004's ``ScoreRequest``).
+"""Request and response bodies of the scoring API (names and fields as in the Chinese judge-prompt design's ``ScoreRequest``).
 
 How the top-level convenience fields reach the judges (explicit keys in ``sample`` always win):
 

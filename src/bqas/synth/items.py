@@ -93,7 +93,7 @@ class Collector:
 
 
 def to_records(intent: str, kept: list[Candidate], tags: list[str], source: str) -> list[dict[str, Any]]:
-    """JSONL records in the seed's synthetic-generation format (``input``, ``expected_intent``, ``slots``),
+    """JSONL records in the synthetic-generation prompt's item format (``input``, ``expected_intent``, ``slots``),
     with the same text as ``user_input`` (the ``voice`` judge) and ``text`` (the ``intent`` judge)."""
     records: list[dict[str, Any]] = []
     for i, cand in enumerate(kept, start=1):

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-#: The 19 teacher intents of INTENT_CLASSIFICATION_PROMPT (seed 000), in the prompt's order.
+#: The 19 teacher intents of INTENT_CLASSIFICATION_PROMPT (the specification's judge prompts), in the prompt's order.
 TEACHER_INTENTS: tuple[str, ...] = (
     "student_observation",
     "reminder",
