@@ -27,10 +27,12 @@ def print_summary(summary: dict[str, Any], thresholds: list[dict[str, Any]], tit
     from rich.console import Console
     from rich.table import Table
 
+    from bqas.textsafe import console_text
+
     console = Console()
     if not console.is_terminal:  # a CI log: wide enough that dimension names are not cut
         console = Console(width=150)
-    table = Table(title=title)
+    table = Table(title=console_text(title))  # the scenario name is the user's text
     table.add_column("verdict")
     table.add_column("count", justify="right")
     for verdict in ("production_ready", "needs_review", "failed", "unscored"):
@@ -188,11 +190,11 @@ def _say_where_escalations_went(store: Store, run_id: str) -> None:
 
 def list_runs(limit: int, as_json: bool) -> None:
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
 
     from bqas.review.categories import new_categories
     from bqas.runner.lease import display_status
+    from bqas.textsafe import console_text
 
     store = _store()
     runs = store.list_runs(limit)
@@ -230,7 +232,7 @@ def list_runs(limit: int, as_json: bool) -> None:
         rate = "–" if row["pass_rate"] is None else f"{100 * row['pass_rate']:.1f} %"
         started = str(row["started_at"])[:16].replace("T", " ")
         cells = (row["id"], row["scenario"], row["status"], str(row["total"]), rate, verdicts, started)
-        table.add_row(*(escape(c) for c in cells))  # names are data, not rich markup
+        table.add_row(*(console_text(c) for c in cells))  # names are data: no markup, no control characters
     console = Console()
     console.print(table)
     for row in rows:
@@ -240,9 +242,8 @@ def list_runs(limit: int, as_json: bool) -> None:
         # New error categories of the review loop (judge policy: "Neue Fehlerkategorien: Feedback an Entwicklung").
         console.print("[bold]new error categories[/] (first seen during these runs):")
         for cat in categories:
-            console.print(
-                f"  {cat.first_seen[:19]}  {cat.tenant}/{cat.judge}: {cat.category}  (e.g. {cat.response_id})"
-            )
+            line = f"  {cat.first_seen[:19]}  {cat.tenant}/{cat.judge}: {cat.category}  (e.g. {cat.response_id})"
+            console.print(console_text(line))  # ids are untrusted text
 
 
 def show_run(run_id: str, as_json: bool) -> None:
@@ -287,6 +288,7 @@ def compare(run_a: str, run_b: str, max_drop: float, max_worse: int | None, as_j
     from rich.table import Table
 
     from bqas.runner.compare import compare_runs
+    from bqas.textsafe import console_text
 
     store = _store()
     a, b = store.find_run(run_a), store.find_run(run_b)
@@ -334,7 +336,7 @@ def compare(run_a: str, run_b: str, max_drop: float, max_worse: int | None, as_j
             f"only in A: {result.only_a}, only in B: {result.only_b}"
         )
         for change in result.changes[:50]:
-            console.print(f"  {change['key']}: {change['from']} → {change['to']} ({change['direction']})")
+            console.print(console_text(f"  {change['key']}: {change['from']} → {change['to']} ({change['direction']})"))
         for line in regressed:
             console.print(f"[red]regression:[/] {line}")
     if regressed:

@@ -42,6 +42,21 @@ def cache_key(model: str, messages: list[dict[str, str]], params: dict[str, Any]
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def redacted_reply(text: str) -> str:
+    """The reply as it may be stored: unchanged unless redaction is on (bqas.privacy).
+
+    A JSON reply is masked value by value and written again, so it stays valid JSON for a replay."""
+    from bqas.privacy import redact, redact_text, redaction_enabled
+
+    if not redaction_enabled():
+        return text
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return redact_text(text)
+    return json.dumps(redact(parsed), ensure_ascii=False)
+
+
 class ResponseCache:
     """A tiny key-value store of replies in one SQLite file."""
 
@@ -66,10 +81,12 @@ class ResponseCache:
         return CachedReply(row[0], row[1], int(row[2]), int(row[3])) if row else None
 
     def put(self, key: str, reply: CachedReply) -> None:
+        """Store a reply; with ``BQAS_REDACT_PII`` its text is masked first (a replay then sees the mask)."""
+        text = redacted_reply(reply.text)
         with self._lock:
             self._conn.execute(
                 "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?)",
-                (key, reply.model, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time()),
+                (key, reply.model, text, reply.prompt_tokens, reply.completion_tokens, time.time()),
             )
             self._conn.commit()
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bqas.llm.client import LLMClient
+from bqas.logs import get_logger
 from bqas.ragas.adapters import SeamEmbedding, SeamLLM
 from bqas.ragas.judge_prompts import (
     CONTROL_FIELDS,
@@ -32,7 +32,7 @@ from bqas.ragas.judge_prompts import (
     serialize_examples,
 )
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class BuildError(RuntimeError):

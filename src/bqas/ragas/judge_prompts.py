@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import threading
 from collections.abc import Mapping
@@ -23,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from bqas.logs import get_logger
+
+logger = get_logger(__name__)
 
 #: Which prompt attributes of each metric carry a judge prompt (Chinese judge-prompt design §2, checked against ragas 0.4.3).
 METRIC_PROMPT_ATTRS: dict[str, tuple[str, ...]] = {

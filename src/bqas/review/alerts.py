@@ -18,7 +18,6 @@ webhook is posted from a background thread with retries and backoff; a failure i
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -30,12 +29,13 @@ from urllib.parse import urlencode
 import yaml
 from sqlalchemy import func, select, update
 
+from bqas.logs import get_logger
 from bqas.review.records import insert_for, iso
 from bqas.review.settings import ReviewSettings
 from bqas.review.tables import Alert, AlertState, Judgment
 from bqas.store.db import Store
 
-log = logging.getLogger("bqas.review.alerts")
+log = get_logger("bqas.review.alerts")
 SAMPLE_IDS = 10
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import copy
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from bqas.logs import get_logger
 from bqas.review.alerts import AlertConfigError, check_alerts
 from bqas.review.categories import flag_categories, forget_known
 from bqas.review.labels import spec_for
@@ -21,7 +21,7 @@ from bqas.store.db import Store
 if TYPE_CHECKING:
     from bqas.judging.spec import JudgeRegistry
 
-log = logging.getLogger("bqas.review")
+log = get_logger("bqas.review")
 
 
 def _registry(registry: JudgeRegistry | None) -> JudgeRegistry | None:

@@ -1,5 +1,8 @@
 """Tables of the review loop (migration ``0003``): queue, memory of judgments, categories, alerts, sessions.
 
+Columns that hold user text or ids are ``Redacted*`` types (:mod:`bqas.privacy`): with
+``BQAS_REDACT_PII`` on, PII is masked on the way into the database.
+
 Times used in window queries are epoch seconds (``Float``): they compare the same way on SQLite and
 PostgreSQL, where time-zone aware ``DateTime`` columns do not.
 """
@@ -8,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Float, Index, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import Float, Index, Integer, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from bqas.privacy import RedactedId, RedactedJSON, RedactedText
 from bqas.store.models import Base
 
 ITEM_STATUSES: tuple[str, ...] = ("open", "reviewed", "dismissed")
@@ -28,22 +32,22 @@ class ReviewItem(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     tenant: Mapped[str] = mapped_column(String(100))
     source: Mapped[str] = mapped_column(String(200))
-    response_id: Mapped[str] = mapped_column(String(300))
+    response_id: Mapped[str] = mapped_column(RedactedId(300))
     judge: Mapped[str] = mapped_column(String(100))
     language: Mapped[str | None] = mapped_column(String(16), nullable=True)
     verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)
     composite: Mapped[float | None] = mapped_column(Float, nullable=True)
     status: Mapped[str] = mapped_column(String(16), default="open")
-    reasons: Mapped[list[str]] = mapped_column(JSON)
-    record: Mapped[dict[str, Any]] = mapped_column(JSON)
-    inputs: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    reasons: Mapped[list[str]] = mapped_column(RedactedJSON)
+    record: Mapped[dict[str, Any]] = mapped_column(RedactedJSON)
+    inputs: Mapped[dict[str, Any] | None] = mapped_column(RedactedJSON, nullable=True)
     at: Mapped[float] = mapped_column(Float)  # when the judgment was made (epoch seconds)
     reviewed_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     reviewer: Mapped[str | None] = mapped_column(String(100), nullable=True)
     human_verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    human_values: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    human_values: Mapped[dict[str, Any] | None] = mapped_column(RedactedJSON, nullable=True)
     human_composite: Mapped[float | None] = mapped_column(Float, nullable=True)
-    comment: Mapped[str | None] = mapped_column(Text, nullable=True)
+    comment: Mapped[str | None] = mapped_column(RedactedText, nullable=True)
 
 
 class Judgment(Base):
@@ -59,19 +63,19 @@ class Judgment(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     tenant: Mapped[str] = mapped_column(String(100))
     source: Mapped[str] = mapped_column(String(200))
-    response_id: Mapped[str] = mapped_column(String(300))
+    response_id: Mapped[str] = mapped_column(RedactedId(300))
     judge: Mapped[str] = mapped_column(String(100))
     language: Mapped[str | None] = mapped_column(String(16), nullable=True)
     verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)
     composite: Mapped[float | None] = mapped_column(Float, nullable=True)
-    scores: Mapped[dict[str, Any]] = mapped_column(JSON)  # the judge's dimension values
+    scores: Mapped[dict[str, Any]] = mapped_column(RedactedJSON)  # the judge's dimension values
     at: Mapped[float] = mapped_column(Float)
     embedder: Mapped[str | None] = mapped_column(String(40), nullable=True)
     embedding: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)  # float32, little-endian
     review_item_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     reviewed_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     human_verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    human_values: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    human_values: Mapped[dict[str, Any] | None] = mapped_column(RedactedJSON, nullable=True)
     human_composite: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
@@ -87,8 +91,8 @@ class ErrorCategory(Base):
     category: Mapped[str] = mapped_column(String(200))
     first_at: Mapped[float] = mapped_column(Float, index=True)
     source: Mapped[str] = mapped_column(String(200))
-    response_id: Mapped[str] = mapped_column(String(300))
-    example: Mapped[str | None] = mapped_column(Text, nullable=True)
+    response_id: Mapped[str] = mapped_column(RedactedId(300))
+    example: Mapped[str | None] = mapped_column(RedactedText, nullable=True)
 
 
 class AlertState(Base):
@@ -112,10 +116,10 @@ class Alert(Base):
     judge: Mapped[str] = mapped_column(String(100))
     at: Mapped[float] = mapped_column(Float)
     count: Mapped[int] = mapped_column(Integer)
-    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    payload: Mapped[dict[str, Any]] = mapped_column(RedactedJSON)
     status: Mapped[str] = mapped_column(String(16), default="pending")  # pending, sent, failed, no_webhook
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(RedactedText, nullable=True)
 
 
 class ReviewSession(Base):

@@ -156,6 +156,10 @@ def create_app(
     default_jl = check_judge_language(settings.ragas_judge_language)
     if default_jl is None:  # pragma: no cover - the setting has a default
         default_jl = "en"
+    if service.redact_pii:
+        from bqas.privacy import enable_redaction
+
+        enable_redaction(True)  # process-wide: the store, the LLM cache and the logs mask PII
     metrics = ServiceMetrics()
     scorer = Scorer(settings, service, metrics)
     review = get_review_settings().review

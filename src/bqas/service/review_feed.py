@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Mapping
 from typing import Any
 
+from bqas.logs import get_logger
 from bqas.review.process import process_results
 from bqas.store.db import Store
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 Batch = tuple[str, list[dict[str, Any]], list[Mapping[str, Any]]]
 
 

@@ -247,14 +247,7 @@ def aggregate(turns: Sequence[Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
 
 
 def redact(value: Any, language: str = "de") -> Any:
-    """``value`` with PII masked in every string (dict keys are kept)."""
-    from bqas.offline.pii import detect_pii, mask_pii
+    """``value`` with PII masked in every string and dict key (see :func:`bqas.privacy.redact`)."""
+    from bqas.privacy import redact as redact_all
 
-    if isinstance(value, str):
-        findings = detect_pii(value, language)
-        return mask_pii(value, findings) if findings else value
-    if isinstance(value, Mapping):
-        return {k: redact(v, language) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact(v, language) for v in value]
-    return value
+    return redact_all(value)

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import secrets
 import socket
 from typing import Any
 
+from bqas.logs import get_logger
+from bqas.privacy import enable_redaction, redact, redaction_enabled
 from bqas.review.process import process_results
 from bqas.service.config import ServiceSettings
 from bqas.service.jobs import job_calls
 from bqas.service.metrics import ServiceMetrics
-from bqas.service.scoring import LLMUnavailable, RequestProblem, ScoreCall, Scorer, aggregate, bind_tenant, redact
+from bqas.service.scoring import LLMUnavailable, RequestProblem, ScoreCall, Scorer, aggregate, bind_tenant
 from bqas.store.db import Store
 from bqas.store.service import JobView, add_item, claim_job, done_seqs, finish_job, job_items, renew_lease
 
-log = logging.getLogger("bqas.service.worker")
+log = get_logger("bqas.service.worker")
 
 
 class LeaseLost(RuntimeError):
@@ -61,6 +62,8 @@ class JobWorker:
         review: bool = False,
     ):
         self.review = review  # run the review loop (queue, memory, alerts) on each turn's results
+        if service.redact_pii:
+            enable_redaction(True)  # process-wide: the store, the LLM cache and the logs mask PII
         self.store = store
         self.scorer = scorer
         self.service = service
@@ -167,7 +170,6 @@ class JobWorker:
         calls = job_calls(job)
         finished = await asyncio.to_thread(done_seqs, self.store, job.id)
         turns = asyncio.Semaphore(self.service.turn_concurrency)
-        language = job.request["resolved"].get("language") or self.scorer.settings.language
 
         async def one(seq: int, call: ScoreCall) -> None:
             bind_tenant(self.store, job.tenant)  # this task's context: the job's tenant
@@ -182,9 +184,8 @@ class JobWorker:
                         samples=[call.fields] * len(records),
                         source=review_source(job, seq),
                     )
+                # The item's column masks PII on its way in when redaction is on (bqas.privacy).
                 item: dict[str, Any] = {"turn": seq, "response_id": call.response_id, "results": records}
-                if self.service.redact_pii:
-                    item = redact(item, language)
                 await asyncio.to_thread(add_item, self.store, job.id, seq, item, self.name)
 
         pending = [asyncio.create_task(one(seq, call)) for seq, call in enumerate(calls) if seq not in finished]
@@ -219,11 +220,10 @@ class JobWorker:
             items = await asyncio.to_thread(job_items, self.store, job.id)
             summary = aggregate([item["results"] for item in items])
         request: dict[str, Any] | None = None
-        if self.service.redact_pii:
-            # The request is kept unmasked only while it may still be needed to score; scrub it now.
-            language = job.request["resolved"].get("language") or self.scorer.settings.language
-            request = redact(job.request, language)
-            error = redact(error, language) if error else error
+        if redaction_enabled():
+            # The request is kept unmasked only while it may still be needed to score; scrub it now
+            # (dict keys too). The error column masks itself.
+            request = redact(job.request)
         finished = await asyncio.to_thread(
             finish_job, self.store, job.id, self.name, status=status, error=error, aggregate=summary, request=request
         )

@@ -82,6 +82,17 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.close()
 
 
+class StoredKeys(set[str]):
+    """Stored sample keys; ``key in keys`` also matches a key stored in its redacted form (BQAS_REDACT_PII)."""
+
+    def __contains__(self, key: object) -> bool:
+        if super().__contains__(key):
+            return True
+        from bqas.privacy import redact_id, redaction_enabled
+
+        return isinstance(key, str) and redaction_enabled() and super().__contains__(redact_id(key))
+
+
 class Store:
     """Runs and their results. Each result is committed as soon as it is written."""
 
@@ -154,8 +165,9 @@ class Store:
 
     # -- results ---------------------------------------------------------------------------------------
     def done_keys(self, run_id: str) -> set[str]:
+        """The sample keys already stored for the run (membership also by their redacted form)."""
         with self.session() as s:
-            return set(s.scalars(select(ResultRow.sample_key).where(ResultRow.run_id == run_id)))
+            return StoredKeys(s.scalars(select(ResultRow.sample_key).where(ResultRow.run_id == run_id)))
 
     def add_results(self, run_id: str, records: Sequence[tuple[str, int, dict[str, Any]]]) -> int:
         """Insert (sample_key, seq, record) rows in one transaction; rows already stored are skipped."""

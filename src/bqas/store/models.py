@@ -8,6 +8,8 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from bqas.privacy import RedactedId, RedactedJSON
+
 
 class Base(DeclarativeBase):
     type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON}
@@ -44,13 +46,13 @@ class ResultRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[str] = mapped_column(String(64), ForeignKey("runs.id", ondelete="CASCADE"))
-    sample_key: Mapped[str] = mapped_column(String(400))
+    sample_key: Mapped[str] = mapped_column(RedactedId(400))
     seq: Mapped[int] = mapped_column(Integer)
-    sample_id: Mapped[str] = mapped_column(String(300))
+    sample_id: Mapped[str] = mapped_column(RedactedId(300))
     judge: Mapped[str] = mapped_column(String(100))
     status: Mapped[str] = mapped_column(String(20))
     verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)
     composite: Mapped[float | None] = mapped_column(Float, nullable=True)
     language: Mapped[str | None] = mapped_column(String(16), nullable=True)
-    record: Mapped[dict[str, Any]] = mapped_column(JSON)
+    record: Mapped[dict[str, Any]] = mapped_column(RedactedJSON)  # masked with BQAS_REDACT_PII
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

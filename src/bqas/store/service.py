@@ -27,7 +27,6 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
-    Text,
     UniqueConstraint,
     func,
     or_,
@@ -40,6 +39,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Mapped, mapped_column
 
 from bqas.auth.tenants import check_tenant_name
+from bqas.privacy import RedactedJSON, RedactedText
 from bqas.store.db import Store, now
 from bqas.store.models import Base
 
@@ -71,13 +71,14 @@ class Job(Base):
     tenant: Mapped[str] = mapped_column(String(100), index=True)
     kind: Mapped[str] = mapped_column(String(20))  # "score" or "session"
     status: Mapped[str] = mapped_column(String(20), default="queued")
+    # Plain while the job may still be scored; the worker scrubs it (bqas.privacy.redact) when it finishes.
     request: Mapped[dict[str, Any]] = mapped_column(JSON)
     total: Mapped[int] = mapped_column(Integer, default=1)
     done: Mapped[int] = mapped_column(Integer, default=0)
     claims: Mapped[int] = mapped_column(Integer, default=0)
     lease_owner: Mapped[str | None] = mapped_column(String(100), nullable=True)
     lease_until: Mapped[float | None] = mapped_column(Float, nullable=True)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(RedactedText, nullable=True)
     aggregate: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -93,7 +94,7 @@ class JobItem(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job_id: Mapped[str] = mapped_column(String(64), ForeignKey("service_jobs.id", ondelete="CASCADE"))
     seq: Mapped[int] = mapped_column(Integer)
-    records: Mapped[dict[str, Any]] = mapped_column(JSON)  # {"turn": seq, "results": [record, ...]}
+    records: Mapped[dict[str, Any]] = mapped_column(RedactedJSON)  # {"turn": seq, "results": [record, ...]}
     worker: Mapped[str | None] = mapped_column(String(100), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
