@@ -91,10 +91,17 @@ async def test_hostile_text_stays_data(response: str) -> None:
 
 async def test_privacy_p_reject_rises_with_a_person_name() -> None:
     plain = await _conf("rag_privacy", {"query": "", "context": "", "response": "Die Klasse schreibt morgen."})
-    named = await _conf(
-        "rag_privacy", {"query": "", "context": "", "response": "Frau Yilmaz ruft unter 0171 2345678 an."}
-    )
+    named = await _conf("rag_privacy", {"query": "", "context": "", "response": "Frau Yilmaz hat heute angerufen."})
     assert named["p_reject"] > plain["p_reject"]
+
+
+async def test_evidence_outside_the_training_data_gives_null_not_a_guess() -> None:
+    # The privacy model was fitted on person names only: for an e-mail address it does not answer.
+    conf = await _conf("rag_privacy", {"query": "", "context": "", "response": "Schreib an anna@example.org."})
+    assert conf["p_reject"] is None
+    assert conf["reason"].startswith("outside the training data of rag_privacy-offline-")
+    assert "pii_email" in conf["reason"]
+    assert conf["risk"] == 1.0  # the gate failed; a profile may still calibrate the raw risk
 
 
 async def test_model_from_judge_yaml_and_registered_provider(tmp_path: Path) -> None:

@@ -30,6 +30,12 @@ TRAIN = {
     "rag_hallucination": ["rag_faithfulness_en", "hallucination_en", "attribution_en", "hallucination_zh"],
     "rag_privacy": ["pii_de"],
 }
+# GermEval labels person names only: other PII kinds (and judge manipulation) never appear with a label
+# there, so the privacy model must not answer for them (their gate failure stands; p_reject is null).
+OUT_OF_SCOPE = {
+    "rag_hallucination": ["manipulation_n"],
+    "rag_privacy": ["pii_email", "pii_phone", "pii_iban", "pii_address", "pii_id", "manipulation_n"],
+}
 FORBIDDEN = {"rag_faithfulness_memerag", "nli_de", "nli_zh"}
 OUT = Path(__file__).resolve().parents[2] / "src" / "bqas" / "data" / "trust"
 
@@ -56,7 +62,11 @@ def main() -> None:
             train_rows += tr
             test_rows += [(name, r) for r in te]
         held = fit_model(
-            [r["features"] for r in train_rows], [r["reject"] for r in train_rows], judge=judge, model_id="held-out"
+            [r["features"] for r in train_rows],
+            [r["reject"] for r in train_rows],
+            judge=judge,
+            model_id="held-out",
+            requires_zero=OUT_OF_SCOPE[judge],
         )
         model = LogisticModel.from_dict(held, "held-out")
         print(f"{judge}: held-out (fit on 70 % of each set, measured on the other 30 %)")
@@ -78,6 +88,7 @@ def main() -> None:
             judge=judge,
             model_id=f"{judge}-offline-{date}",
             seed=args.seed,
+            requires_zero=OUT_OF_SCOPE[judge],
         )
         final["trained"] = date
         final["data"] = {s: len(rs) for s, rs in data.items()}

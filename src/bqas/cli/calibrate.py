@@ -19,21 +19,30 @@ if TYPE_CHECKING:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``bqas calibrate`` to the app."""
-    app.command("calibrate")(calibrate_cmd)
+    """Add ``bqas calibrate`` (measure; ``--profile`` checks a profile) and ``bqas calibrate fit`` to the app."""
+    from bqas.cli.calibrate_fit import fit_cmd
+
+    group = typer.Typer(no_args_is_help=False)
+    group.callback(invoke_without_command=True)(calibrate_cmd)
+    group.command("fit")(fit_cmd)
+    app.add_typer(group, name="calibrate")
 
 
 def calibrate_cmd(
+    ctx: typer.Context,
     gold: Annotated[
-        Path,
+        Optional[Path],  # noqa: UP045 - optional here so that `bqas calibrate fit` needs no --gold of its own
         typer.Option(
             "--gold",
             "-g",
             help="Gold JSON Lines (samples with human labels in 'expected'), or store:TENANT for the "
             "tenant's reviewed items in the store.",
         ),
-    ],
-    judge: Annotated[str, typer.Option("--judge", "-j", help="Judge to calibrate, e.g. rag_hallucination.")],
+    ] = None,
+    judge: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--judge", "-j", help="Judge to calibrate, e.g. rag_hallucination."),
+    ] = None,
     backend: Annotated[
         str, typer.Option("--backend", help="offline, llm or auto (auto: offline when no LLM is configured).")
     ] = "auto",
@@ -84,6 +93,10 @@ def calibrate_cmd(
         Optional[Path],  # noqa: UP045
         typer.Option("--policy", help="YAML file overriding weights and thresholds."),
     ] = None,
+    profile: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--profile", help="Check this calibration profile on the gold labels (realised FNR/FPR)."),
+    ] = None,
 ) -> None:
     """Run a judge on a gold-labelled JSONL and report how well it agrees with people.
 
@@ -95,13 +108,25 @@ def calibrate_cmd(
     overall and per language. With --compare A B it measures inter-judge agreement (agreement, κ,
     Krippendorff's α) between two configurations, e.g. --compare offline llm:qwen2.5-7b-instruct.
 
+    With --profile P it checks a calibration profile on these labels instead: realised FNR/FPR on the
+    decided items, coverage per tier, and whether each bound held. `bqas calibrate fit` fits a profile.
+
     Exit 0 when every target is met, 1 when one is missed, 2 on a usage or input error.
     """
     from bqas.judging.factory import LLMOverrides
 
+    if ctx.invoked_subcommand is not None:
+        return
+    if gold is None or judge is None:
+        raise _fail("--gold and --judge are needed (or a subcommand: bqas calibrate fit --help)")
     overrides = LLMOverrides(
         base_url=base_url, model=model, structured_output=structured_output, cache=False if no_cache else None
     )
+    if profile is not None:
+        from bqas.cli.calibrate_fit import check_profile_run
+
+        check_profile_run(profile, gold, judge, backend, language, maps, limit, concurrency, overrides, as_json)
+        return
     pair = tuple(compare) if compare and all(compare) else None
     run_calibration(
         gold,

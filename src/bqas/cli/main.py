@@ -167,6 +167,13 @@ def run_cmd(
         typer.Option("--baseline", help="Run id to compare against in the HTML report."),
     ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")] = True,
+    profile: Annotated[
+        Optional[list[Path]],  # noqa: UP045
+        typer.Option(
+            "--profile",
+            help="Calibration profile (bqas calibrate fit) of a judge: decide or escalate each result (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Run a scenario: grade every sample, store results, print a summary, write reports.
 
@@ -190,6 +197,7 @@ def run_cmd(
         no_cache,
         baseline,
         progress,
+        profile or [],
     )
 
 

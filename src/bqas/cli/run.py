@@ -22,8 +22,13 @@ def _store() -> Any:
     return open_store(get_settings().resolved_database_url())
 
 
-def print_summary(summary: dict[str, Any], thresholds: list[dict[str, Any]], title: str) -> None:
-    """The summary table of a run (verdicts, dimensions, totals, thresholds)."""
+def print_summary(
+    summary: dict[str, Any],
+    thresholds: list[dict[str, Any]],
+    title: str,
+    profiles: list[dict[str, Any]] | None = None,
+) -> None:
+    """The summary table of a run (verdicts, dimensions, totals, thresholds; trust-or-escalate coverage)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -84,6 +89,29 @@ def print_summary(summary: dict[str, Any], thresholds: list[dict[str, Any]], tit
                 t["name"], str(t["expected"]), str(t["actual"]), "[green]met[/]" if t["passed"] else "[red]MISSED[/]"
             )
         console.print(th)
+    if summary.get("trust"):
+        _print_trust(console, summary["trust"], profiles or [])
+
+
+def _print_trust(console: Any, trust: dict[str, Any], profiles: list[dict[str, Any]]) -> None:
+    """Who decided (per tier, per language) and the guaranteed bounds of the profiles in use."""
+    from rich.table import Table
+
+    table = Table(title="trust or escalate: decided by")
+    for col in ("", "n", "offline", "llm", "human (escalated)"):
+        table.add_column(col, justify="right" if col else "left")
+    rows = [("all", trust["coverage"])] + [(f"language {k}", v) for k, v in trust["by_language"].items()]
+    for name, c in rows:
+        table.add_row(name, str(c["n"]), f"{c['offline']:.1%}", f"{c['llm']:.1%}", f"{c['human']:.1%}")
+    console.print(table)
+    for p in profiles:
+        for t in p["tiers"]:
+            fnr = "none certified" if t["accept_threshold"] is None else f"FNR <= {t['fnr_max']:g}"
+            fpr = "none certified" if t["reject_threshold"] is None else f"FPR <= {t['fpr_max']:g}"
+            console.print(
+                f"profile {p['id']} · {t['tier']}: auto-accept {fnr}, auto-reject {fpr} "
+                f"(each with probability >= {1 - t['delta']:g}, n={p['n']})"
+            )
 
 
 def _f(value: Any) -> str:
@@ -103,6 +131,7 @@ def run_scenario(
     no_cache: bool,
     baseline: str | None,
     progress: bool,
+    profiles: list[Path] | None = None,
 ) -> None:
     """Implementation of ``bqas run``."""
     from bqas.runner.run import RunRequest, execute
@@ -128,6 +157,7 @@ def run_scenario(
         baseline=baseline,
         progress=progress,
         on_start=announce,
+        profiles=list(profiles or []),
         overrides=LLMOverrides(
             base_url=base_url, model=model, structured_output=structured_output, cache=False if no_cache else None
         ),
@@ -159,7 +189,12 @@ def run_scenario(
         typer.echo(f"\ninterrupted: resume with `bqas run --resume {which}`", err=True)
         raise typer.Exit(130) from None
     run = store.get_run(outcome.run_id)
-    print_summary(run.summary, [t.as_dict() for t in outcome.thresholds], f"run {outcome.run_id} — {run.scenario}")
+    print_summary(
+        run.summary,
+        [t.as_dict() for t in outcome.thresholds],
+        f"run {outcome.run_id} — {run.scenario}",
+        run.config.get("profile_briefs"),
+    )
     typer.echo(f"judged now: {outcome.judged_now} · results: {outcome.out_dir / 'results.jsonl'}")
     typer.echo(f"junit: {outcome.out_dir / 'junit.xml'}")
     typer.echo(f"report: {outcome.out_dir / 'report.html'}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any, Literal
 
 from bqas.judging.manipulation import apply_manipulation, find_manipulation
@@ -52,11 +53,11 @@ class EngineOptions:
     examples: ExamplesProvider | None = None
     # Trust or escalate (bqas.trust): how the LLM tier gets its p_reject ("logprobs": token probabilities
     # of the verdict-bearing values, falling back to k samples when the server gives none; "samples": k
-    # replies at temperature > 0; "off"), k, and a calibration profile that decides or escalates.
+    # replies at temperature > 0; "off"), k, and per judge a calibration profile that decides or escalates.
     llm_confidence: Literal["logprobs", "samples", "off"] = "logprobs"
     confidence_samples: int = 0
     top_logprobs: int = 5
-    profile: CalibrationProfile | None = None
+    profiles: dict[str, CalibrationProfile] = dc_field(default_factory=dict)
 
 
 def check_inputs(spec: JudgeSpec, sample: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,7 +129,7 @@ class JudgeEngine:
             offline_dims, notes, result.confidence["offline"] = await run_cpu(self._offline_tier, spec, values, lang)
             result.backend = "offline"
         llm_data: dict[str, Any] | None = None
-        profile = self.options.profile
+        profile = self.options.profiles.get(spec.name)
         if use_llm and use_offline and profile is not None and self._offline_decides(profile, result):
             use_llm = False  # the offline tier is certified to decide this one: no LLM call
         if use_llm:

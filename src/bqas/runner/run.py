@@ -39,6 +39,7 @@ class RunRequest:
     progress: bool = True
     # Called with (run id, out folder, resuming) as soon as the run is known, before any judging.
     on_start: Callable[[str, Path, bool], None] | None = None
+    profiles: list[Path] = field(default_factory=list)  # --profile (besides the scenario's profiles)
 
 
 @dataclass
@@ -91,12 +92,25 @@ def _engine_for(
         concurrency=o.concurrency or llm.concurrency,
         cache=o.cache,
     )
-    return build_engine(
+    engine = build_engine(
         settings,
         backend=backend,  # type: ignore[arg-type]  # validated by the scenario model
         language=request.language or scenario.language,
         overrides=overrides,
     )
+    # Trust or escalate: profiles from the scenario, --profile, or (on resume) those the run started with.
+    paths = [Path(p) for p in (stored or {}).get("profiles") or []] or [*scenario.profile_paths(), *request.profiles]
+    if paths:
+        from bqas.trust.load import load_profiles
+
+        engine.options.profiles = load_profiles(paths, engine, scenario.judges)
+    return engine
+
+
+def _briefs(engine: JudgeEngine) -> list[dict[str, Any]]:
+    from bqas.trust.summary import profile_brief
+
+    return [profile_brief(p) for p in engine.options.profiles.values()]
 
 
 def _run_meta(
@@ -117,6 +131,7 @@ def _run_meta(
         "judges": config.get("judges", []),
         "thresholds": config.get("thresholds", {}),
         "threshold_results": [t.as_dict() for t in thresholds],
+        "profiles": config.get("profile_briefs", []),
         "totals": {
             "samples": summary.samples,
             "scored": summary.scored,
@@ -169,6 +184,8 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
             "judges": scenario.judges,
             "thresholds": scenario.thresholds.model_dump(),
             "samples": count_items(scenario),
+            "profiles": [str(p.resolve()) for p in [*scenario.profile_paths(), *request.profiles]],
+            "profile_briefs": _briefs(engine),
             "out_dir": str(out_dir.resolve()),  # --resume writes here again
         }
         store.create_run(

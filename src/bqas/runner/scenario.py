@@ -68,6 +68,8 @@ class Scenario(BaseModel):
     llm: LLMSection = Field(default_factory=LLMSection)
     concurrency: int = Field(default=8, ge=1, le=1024)
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    # Calibration profiles (bqas calibrate fit), one per judge, paths relative to the scenario file.
+    profiles: list[str] = Field(default_factory=list)
     # Filled by the loader, not by the YAML:
     path: Path | None = Field(default=None, exclude=True)
 
@@ -100,6 +102,11 @@ class Scenario(BaseModel):
         if not self.judges and not self.metrics:
             raise ValueError("name at least one judge under 'judges' (or RAGAS metrics under 'metrics')")
         return self
+
+    def profile_paths(self) -> list[Path]:
+        """The profile paths, relative ones resolved against the scenario file's folder."""
+        base = self.path.parent if self.path is not None else Path()
+        return [Path(p) if Path(p).is_absolute() else base / p for p in self.profiles]
 
     def dataset_path(self) -> Path | None:
         """The dataset path, relative paths resolved against the scenario file's folder."""

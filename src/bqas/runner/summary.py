@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bqas.runner.scenario import Thresholds
+from bqas.trust.summary import TrustStats
 
 
 @dataclass
@@ -72,6 +73,7 @@ class RunSummary:
     completion_tokens: int = 0
     cache_hits: int = 0
     latency: RunningStats = field(default_factory=RunningStats)
+    trust: TrustStats = field(default_factory=TrustStats)
 
     def add(self, record: Mapping[str, Any]) -> None:
         self.samples += 1
@@ -90,6 +92,7 @@ class RunSummary:
             self.composite.add(float(record["composite_score"]))
         if record.get("escalation"):
             self.escalations += 1
+        self.trust.add(record)
         if record.get("partial"):
             self.partial += 1
         self.llm_calls += int(record.get("llm_calls") or 0)
@@ -151,6 +154,7 @@ class RunSummary:
             "cache_hits": self.cache_hits,
             "cost_usd": cost_usd,
             "latency_ms": self.latency.as_dict(),
+            "trust": self.trust.as_dict(),
             "dimensions": {
                 k: {
                     **v.stats.as_dict(),

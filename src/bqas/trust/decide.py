@@ -37,6 +37,8 @@ def apply_profile(result: JudgmentResult, profile: CalibrationProfile) -> None:
         if choice != "escalate":
             result.decision = "accept" if choice == "accept" else "reject"
             result.decided_by = tier.tier
+            # Certified: no person needs to look (the policy's reasons stay in escalation_reasons).
+            result.escalation = None
             return
     result.decision = "escalate"
     result.decided_by = "human"

@@ -171,24 +171,33 @@ def _cascade_decision(item: LabelledItem, tiers: Sequence[TierProfile]) -> tuple
 
 
 def check_on(items: Sequence[LabelledItem], profile: CalibrationProfile) -> dict[str, Any]:
-    """Realised FNR/FPR and coverage of a profile on new labelled items, and whether each bound held."""
+    """Realised FNR/FPR and coverage of a profile on new labelled items (their scores), per tier."""
     decisions = [_cascade_decision(i, profile.tiers) for i in items]
-    rejects = [k for k, i in enumerate(items) if i.rejected]
-    accepts = [k for k, i in enumerate(items) if not i.rejected]
-    n = len(items)
+    return realised(decisions, [i.rejected for i in items], profile)
+
+
+def realised(
+    decisions: Sequence[tuple[str, str]], rejected: Sequence[bool], profile: CalibrationProfile
+) -> dict[str, Any]:
+    """Per tier and for the pipeline: coverage, realised FNR/FPR (errors / all people-rejected resp.
+    -accepted items, escalations decided by people) and whether each target held on these items.
+
+    ``decisions``: (accept|reject|escalate, offline|llm|human) per item, in the order of ``rejected``."""
+    n = len(decisions)
+    rejects = [k for k in range(n) if rejected[k]]
+    accepts = [k for k in range(n) if not rejected[k]]
     out: dict[str, Any] = {"n": n, "n_reject": len(rejects), "n_accept": len(accepts), "tiers": {}}
     for t in [*profile.tiers, None]:
         name = t.tier if t is not None else "pipeline"
-        mine = [k for k in range(n) if t is None or decisions[k][1] == t.tier]
+        mine = {k for k in range(n) if decisions[k][1] != "human" and (t is None or decisions[k][1] == t.tier)}
         fn = sum(1 for k in rejects if k in mine and decisions[k][0] == "accept")
         fp = sum(1 for k in accepts if k in mine and decisions[k][0] == "reject")
         fnr_max = t.fnr_max if t is not None else profile.targets["fnr_max"]
         fpr_max = t.fpr_max if t is not None else profile.targets["fpr_max"]
         fnr = fn / len(rejects) if rejects else None
         fpr = fp / len(accepts) if accepts else None
-        decided = sum(1 for k in mine if decisions[k][1] != "human")
         out["tiers"][name] = {
-            "coverage": round(decided / n, 6) if n else 0.0,
+            "coverage": round(len(mine) / n, 6) if n else 0.0,
             "false_negatives": fn,
             "false_positives": fp,
             "fnr": None if fnr is None else round(fnr, 6),

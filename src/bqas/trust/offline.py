@@ -57,6 +57,9 @@ class LogisticModel:
     intercept: float
     platt_a: float
     platt_b: float
+    # Evidence the training data never showed (e.g. e-mail addresses for a model fitted on person names):
+    # when any of these features is non-zero the model does not answer (p_reject null with the reason).
+    requires_zero: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str) -> LogisticModel:
@@ -74,6 +77,7 @@ class LogisticModel:
                 intercept=float(data["intercept"]),
                 platt_a=float(data["platt"]["a"]),
                 platt_b=float(data["platt"]["b"]),
+                requires_zero=tuple(str(f) for f in data.get("requires_zero") or ()),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{where}: not a p_reject model: {exc!r}") from None
@@ -148,5 +152,13 @@ def offline_confidence(
         return TierConfidence(risk=risk, reason=f"no fitted offline p_reject model for judge {spec.name}")
     from bqas.trust.features import extract_features
 
-    p = model.predict(extract_features(spec, values, dims, evidence))
+    features = extract_features(spec, values, dims, evidence)
+    outside = [f for f in model.requires_zero if features.get(f, 0.0) != 0.0]
+    if outside:
+        return TierConfidence(
+            risk=risk,
+            model=model.id,
+            reason=f"outside the training data of {model.id}: {', '.join(outside)}",
+        )
+    p = model.predict(features)
     return TierConfidence(p_reject=round(p, 6), risk=risk, method="logistic+platt", model=model.id)

@@ -33,12 +33,16 @@ def fit_model(
     model_id: str,
     c: float = 1.0,
     seed: int = 0,
+    requires_zero: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Fit and return the model as a JSON-ready dict (the ``bqas-p-reject/1`` format)."""
+    """Fit and return the model as a JSON-ready dict (the ``bqas-p-reject/1`` format).
+
+    ``requires_zero``: features the training data does not cover; they are left out of the fit, and the
+    model refuses to answer where one is non-zero."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
 
-    names = feature_names(rows)
+    names = [n for n in feature_names(rows) if n not in set(requires_zero)]
     x, y = matrix(rows, names), np.asarray(rejected, dtype=int)
     if len(set(y.tolist())) < 2:
         raise ValueError("fitting a p_reject model needs both accepted and rejected responses")
@@ -67,6 +71,7 @@ def fit_model(
         "coef": [round(float(final.coef_[0][i]), 8) for i in keep],
         "intercept": round(float(final.intercept_[0]), 8),
         "platt": {"a": round(float(platt.coef_[0][0]), 8), "b": round(float(platt.intercept_[0]), 8)},
+        "requires_zero": sorted(requires_zero),
         "n": len(y),
         "n_reject": int(y.sum()),
     }

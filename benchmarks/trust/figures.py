@@ -1,0 +1,133 @@
+"""Figures for docs/calibration.md: offline ROC-AUC and the coverage certified at FNR/FPR targets.
+
+    .venv/bin/python benchmarks/calibration/prepare_gold.py
+    nice .venv/bin/python benchmarks/trust/dump_features.py
+    nice .venv/bin/python benchmarks/trust/figures.py [--splits 50] [--json out.json]
+
+For each set: the shipped offline p_reject model's ROC-AUC, and over repeated random halves (thresholds
+fitted on one half with bqas.trust.thresholds.fit_tier, measured on the other): mean coverage, mean
+realised FNR/FPR on the test halves, and how often the realised test-half rate exceeded the target.
+Three scores per set: the shipped model (in-sample for the sets it was fitted on), a leave-one-set-out
+refit for the rag_hallucination sets (the model never saw the set), and the raw risk 1 - composite/100.
+MEMERAG was never fitted on; its rows are split by source language too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+from bqas.trust.offline import LogisticModel, _shipped
+from bqas.trust.thresholds import decide, fit_tier
+from bqas.trust.train import fit_model
+
+HALLU = ["rag_faithfulness_en", "hallucination_en", "attribution_en", "hallucination_zh"]
+SETS = {
+    **dict.fromkeys(HALLU, "rag_hallucination"),
+    "pii_de": "rag_privacy",
+    "rag_faithfulness_memerag": "rag_hallucination",
+}
+TARGETS = [(0.02, 0.05), (0.05, 0.05), (0.10, 0.10)]
+
+
+def _load(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def halves(scores: np.ndarray, y: np.ndarray, fnr: float, fpr: float, splits: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    cov, r_fnr, r_fpr, v_fnr, v_fpr = [], [], [], [], []
+    for _ in range(splits):
+        idx = rng.permutation(len(y))
+        a, b = idx[: len(y) // 2], idx[len(y) // 2 :]
+        fit = fit_tier(
+            [None if np.isnan(s) else float(s) for s in scores[a]], list(y[a]), fnr_max=fnr, fpr_max=fpr, delta=0.1
+        )
+        dec = np.array(
+            [decide(None if np.isnan(s) else float(s), fit.accept.threshold, fit.reject.threshold) for s in scores[b]]
+        )
+        yb = y[b]
+        cov.append(float(np.mean(dec != "escalate")))
+        fn = float(np.sum((dec == "accept") & yb) / max(1, yb.sum()))
+        fp = float(np.sum((dec == "reject") & ~yb) / max(1, (~yb).sum()))
+        r_fnr.append(fn)
+        r_fpr.append(fp)
+        v_fnr.append(fn > fnr)
+        v_fpr.append(fp > fpr)
+    return {
+        "coverage": float(np.mean(cov)),
+        "fnr": float(np.mean(r_fnr)),
+        "fpr": float(np.mean(r_fpr)),
+        "fnr_exceeded": float(np.mean(v_fnr)),
+        "fpr_exceeded": float(np.mean(v_fpr)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--features", type=Path, default=Path("/tmp/bqas-trust/features"))
+    parser.add_argument("--splits", type=int, default=50)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    data = {s: _load(args.features / f"{s}.jsonl") for s in SETS if (args.features / f"{s}.jsonl").exists()}
+    groups: list[tuple[str, str, list[dict]]] = []
+    for name, rows in data.items():
+        groups.append((name, SETS[name], rows))
+        if name == "rag_faithfulness_memerag":
+            for lang in ("en", "es", "fr"):
+                groups.append(
+                    (f"memerag_{lang}", "rag_hallucination", [r for r in rows if f"lang:{lang}" in r["tags"]])
+                )
+    out = []
+    for name, judge, rows in groups:
+        model = _shipped(judge)
+        assert model is not None
+        y = np.array([r["reject"] for r in rows], dtype=bool)
+        scores: dict[str, np.ndarray] = {"shipped": np.array([model.predict(r["features"]) for r in rows])}
+        base = name.split("_memerag")[0] if name.startswith("memerag_") else name
+        if base in HALLU:
+            others = [r for s in HALLU if s != base for r in data[s]]
+            loo = LogisticModel.from_dict(
+                fit_model([r["features"] for r in others], [r["reject"] for r in others], judge=judge, model_id="loo"),
+                "loo",
+            )
+            scores["leave-one-out"] = np.array([loo.predict(r["features"]) for r in rows])
+        scores["raw risk"] = np.array([np.nan if r["risk"] is None else r["risk"] for r in rows])
+        for kind, s in scores.items():
+            ok = ~np.isnan(s)
+            auc = roc_auc_score(y[ok], s[ok]) if ok.any() and 0 < y[ok].sum() < ok.sum() else None
+            row = {
+                "set": name,
+                "score": kind,
+                "in_sample": kind == "shipped" and (base in HALLU or base == "pii_de"),
+                "n": len(y),
+                "rejects": int(y.sum()),
+                "scored": int(ok.sum()),
+                "roc_auc": auc,
+                "distinct": len(np.unique(s[ok])),
+                "targets": {},
+            }
+            for fnr, fpr in TARGETS:
+                row["targets"][f"{fnr:g}/{fpr:g}"] = halves(s, y, fnr, fpr, args.splits, seed=7)
+            out.append(row)
+            t = row["targets"]
+            cells = " | ".join(
+                f"{v['coverage']:.1%} (FNR {v['fnr']:.1%}/{v['fnr_exceeded']:.0%}, FPR {v['fpr']:.1%}/{v['fpr_exceeded']:.0%})"
+                for v in t.values()
+            )
+            auc_s = "—" if auc is None else f"{auc:.3f}"
+            print(
+                f"| {name} | {kind}{' (in-sample)' if row['in_sample'] else ''} | {len(y)} ({y.sum()}) | {auc_s} | {cells} |",
+                flush=True,
+            )
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
