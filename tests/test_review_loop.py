@@ -480,3 +480,79 @@ def test_dismissing_a_reviewed_item_takes_it_out_of_gold_and_memory(store: Store
     assert calibration_examples(store, "acme", "voice", VOICE_INPUTS, min_similarity=0.0) == ""
     with store.session() as s:
         assert s.get(ReviewItem, item_id).status == "dismissed"  # type: ignore[union-attr]
+
+
+class _CountingEmbedder:
+    """Wraps the test embedder and counts the texts embedded."""
+
+    def __init__(self) -> None:
+        from bqas.offline.embeddings import default_embedder
+
+        self.inner = default_embedder()
+        self.name = self.inner.name
+        self.dim = self.inner.dim
+        self.texts = 0
+
+    def embed(self, texts: list[str]) -> object:
+        self.texts += len(texts)
+        return self.inner.embed(texts)
+
+
+def test_memory_embeds_only_what_it_compares_and_stores_vectors_only_for_queued_items(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Embedding every judgment's input doubled the offline CPU of a run (issue 15): with nothing reviewed
+    # there is nothing to compare with, and only queued items can become reviewed cases.
+    import sqlalchemy as sa
+
+    import bqas.review.process as process
+    from bqas.review.tables import Judgment
+
+    counting = _CountingEmbedder()
+    monkeypatch.setattr(process, "embedder", lambda: counting)
+    settings = _settings(memory_min_neighbours=2)
+    records = [
+        voice_record(f"q{i}", reasons=["borderline"], inputs={**VOICE_INPUTS, "response": f"Antwort {i}"})
+        for i in range(2)
+    ] + [voice_record(f"ok{i}", inputs={**VOICE_INPUTS, "response": f"Gut {i}"}) for i in range(3)]
+    process_results(store, "acme", records, settings=settings)
+    assert counting.texts == 0
+    with store.session() as s:
+        rows = s.execute(sa.select(Judgment.response_id, Judgment.embedding)).all()
+    assert len(rows) == 5 and all(vec is None for _, vec in rows)
+    for item in list_items(store, "acme", ItemFilter())[0]:
+        _review(store, "acme", item.id, "failed", faithfulness="1")  # the vector is computed here
+    with store.session() as s:
+        reviewed = s.execute(sa.select(Judgment.embedding).where(Judgment.reviewed_at.is_not(None))).all()
+    assert len(reviewed) == 2 and all(vec is not None for (vec,) in reviewed)
+
+    unlike = {"user_input": "完全不同的问题", "detected_intent": "x", "response": "别的", "expected_intent": "y"}
+    later = [voice_record("n-ok", inputs=unlike), voice_record("n-q", reasons=["x"])]
+    process_results(store, "acme", later, settings=settings)
+    assert counting.texts == 2  # now there are reviewed cases to compare with
+    with store.session() as s:
+        stored = dict(
+            s.execute(
+                sa.select(Judgment.response_id, Judgment.embedding).where(Judgment.response_id.in_(["n-ok", "n-q"]))
+            ).all()
+        )
+    assert stored["n-ok"] is None and stored["n-q"] is not None
+
+
+def test_memory_retention_deletes_old_unreviewed_judgments_only(store: Store) -> None:
+    import sqlalchemy as sa
+
+    from bqas.review.memory import prune_memory
+    from bqas.review.tables import Judgment
+
+    settings = _settings(memory_retention_days=0)
+    process_results(store, "acme", [voice_record("old-q", reasons=["x"]), voice_record("old-ok")], settings=settings)
+    process_results(store, "beta", [voice_record("other")], settings=settings)
+    item = list_items(store, "acme", ItemFilter())[0][0]
+    _review(store, "acme", item.id, "failed", faithfulness="1")
+    later = time.time() + 40 * 86400
+    assert prune_memory(store, "acme", 30, now=later) == 1
+    assert prune_memory(store, "acme", 30, now=later + 1) == 0  # at most every few minutes
+    with store.session() as s:
+        left = sorted(s.execute(sa.select(Judgment.tenant, Judgment.response_id)).all())
+    assert left == [("acme", "old-q"), ("beta", "other")]  # the reviewed case and the other tenant stay

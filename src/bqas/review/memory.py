@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from bqas.judging.render import fence, format_value
 from bqas.review.labels import spec_for, to_percent
@@ -142,6 +143,28 @@ def reviewed_set(store: Store, tenant: str, judge: str, embedder_name: str) -> R
     return result
 
 
+_PRUNE_EVERY_S = 300.0
+_last_prune: dict[tuple[str, str], float] = {}
+_prune_lock = threading.Lock()
+
+
+def prune_memory(store: Store, tenant: str, retention_days: float, *, now: float | None = None) -> int:
+    """Delete the tenant's judgments older than ``retention_days`` that nobody reviewed (at most every
+    five minutes per store and tenant); reviewed cases are the memory and stay. Returns the rows deleted."""
+    now = time.time() if now is None else now
+    key = (_store_key(store), tenant)
+    with _prune_lock:
+        if now - _last_prune.get(key, float("-inf")) < _PRUNE_EVERY_S:
+            return 0
+        _last_prune[key] = now
+    cutoff = now - retention_days * 86400.0
+    with store.session.begin() as s:
+        result = s.execute(
+            delete(Judgment).where(Judgment.tenant == tenant, Judgment.reviewed_at.is_(None), Judgment.at < cutoff)
+        )
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
 def _mean(values: Sequence[float]) -> float:
     return round(float(sum(values) / len(values)), 2)
 
@@ -158,6 +181,7 @@ def consistency_check(
     min_neighbours: int = 2,
     vector: NDArray[np.float32] | None = None,
     registry: JudgeRegistry | None = None,
+    cases: ReviewedSet | None = None,
 ) -> dict[str, Any] | None:
     """A ``consistency_warning`` when the record deviates from the human values of its nearest reviewed cases.
 
@@ -165,7 +189,8 @@ def consistency_check(
     embeddings >= ``min_similarity``). The record's composite is compared with the mean human composite
     (``margin`` in composite points) and each graded dimension with the mean human value on 0-100
     (``dimension_margin``); at least ``min_neighbours`` human values are needed for a comparison.
-    ``vector`` is the record's input embedding (computed from ``record["inputs"]`` when not given).
+    ``vector`` is the record's input embedding (computed from ``record["inputs"]`` when not given);
+    ``cases`` the tenant's reviewed cases of the judge (looked up when not given).
     None when there is nothing to compare or nothing deviates.
     """
     judge = str(record.get("judge") or "")
@@ -175,7 +200,8 @@ def consistency_check(
         if not text:
             return None
         vector = emb.embed([text])[0]
-    cases = reviewed_set(store, tenant, judge, emb.name)
+    if cases is None:
+        cases = reviewed_set(store, tenant, judge, emb.name)
     own = (record_source(record), str(record.get("response_id")))
     found = [(c, sim) for c, sim in cases.nearest(vector, k + 1, min_similarity) if (c.source, c.response_id) != own]
     found = found[:k]

@@ -11,7 +11,15 @@ from bqas.logs import get_logger
 from bqas.review.alerts import AlertConfigError, check_alerts
 from bqas.review.categories import flag_categories, forget_known
 from bqas.review.labels import spec_for
-from bqas.review.memory import consistency_check, embedder, input_text, to_bytes, warning_reason
+from bqas.review.memory import (
+    consistency_check,
+    embedder,
+    input_text,
+    prune_memory,
+    reviewed_set,
+    to_bytes,
+    warning_reason,
+)
 from bqas.review.queue import insert_items, item_rows
 from bqas.review.records import dimension_values, insert_for, is_judgment, record_inputs, record_source, record_time
 from bqas.review.settings import ReviewSettings, get_review_settings
@@ -79,8 +87,16 @@ def process_results(
     if settings.memory:
         emb = embedder()
         emb_name = emb.name
-        texts = {i: input_text(inputs[i], settings.memory_max_chars) for i in judged}
-        with_text = [i for i in judged if texts[i]]
+        # Embedding an input costs as much as judging it offline, so embed only what the memory uses: the
+        # inputs of judges that have enough reviewed cases to compare with. Queued items without a vector
+        # get one when they are reviewed (queue._remember); other judgments are kept without one.
+        judges = {str(out[i]["judge"]) for i in judged}
+        cases = {j: reviewed_set(store, tenant, j, emb_name) for j in judges}
+        comparable = {j for j, c in cases.items() if len(c.cases) >= settings.memory_min_neighbours}
+        texts = {
+            i: input_text(inputs[i], settings.memory_max_chars) for i in judged if str(out[i]["judge"]) in comparable
+        }
+        with_text = [i for i, text in texts.items() if text]
         if with_text:
             matrix = emb.embed([texts[i] for i in with_text])
             vectors = {i: matrix[n] for n, i in enumerate(with_text)}
@@ -96,11 +112,14 @@ def process_results(
                 min_neighbours=settings.memory_min_neighbours,
                 vector=vector,
                 registry=registry,
+                cases=cases[str(out[i]["judge"])],
             )
             if warning is not None:
                 out[i]["consistency_warning"] = warning
                 out[i]["escalation"] = "human_review"
                 out[i]["escalation_reasons"] = [*(out[i].get("escalation_reasons") or []), warning_reason(warning)]
+        # Store a vector only where it will be used: on items that enter the queue.
+        vectors = {i: v for i, v in vectors.items() if out[i].get("escalation")}
 
     memory_rows = [
         {
@@ -146,4 +165,6 @@ def process_results(
             log.error("review alerts: %s", exc)
     if queued:
         log.debug("review: %d item(s) queued for tenant %s", queued, tenant)
+    if settings.memory_retention_days > 0:
+        prune_memory(store, tenant, settings.memory_retention_days, now=now)
     return out

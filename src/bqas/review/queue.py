@@ -312,7 +312,9 @@ def _remember(
         Judgment.judge == item.judge,
     )
     row = s.execute(select(Judgment.id, Judgment.embedding).where(*key)).first()
-    text = input_text(item.inputs)
+    from bqas.review.settings import get_review_settings
+
+    text = input_text(item.inputs, get_review_settings().memory_max_chars)
     emb = embedder()
     if row is not None and row[1] is not None:
         s.execute(update(Judgment).where(Judgment.id == row[0]).values(**human))

@@ -46,6 +46,9 @@ class ReviewSettings(BaseSettings):
     memory_min_similarity: float = Field(default=0.6, ge=-1, le=1)
     memory_min_neighbours: int = Field(default=2, ge=1)
     memory_max_chars: int = Field(default=4000, ge=100)  # input text embedded per judgment
+    # Judgments nobody reviewed are deleted from the memory after this many days (0: kept for ever);
+    # reviewed cases stay. Alert windows read these rows, so keep it longer than BQAS_ALERT_WINDOW_S.
+    memory_retention_days: float = Field(default=30.0, ge=0)
     memory_examples: bool = False  # give the LLM judge similar reviewed cases (fenced as data)
     memory_examples_k: int = Field(default=3, ge=1)
 
