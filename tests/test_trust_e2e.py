@@ -128,9 +128,15 @@ def test_fit_run_review_refit(tmp_path: Path, llm_env: ScriptedLLM, monkeypatch:
     asked = [json.dumps(r["messages"]) for r in llm_env.requests[before:]]
     assert not any("Die Klasse" in m for m in asked)
     assert "trust or escalate" in run.output and "profile " + profile.id in run.output
-    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else None
-    if summary is not None:
-        assert summary["trust"]["coverage"]["human"] > 0
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Trust or escalate" in html and f"Profile {profile.id}" in html
+    assert "Risk–coverage: rag_privacy · offline tier" in html and "Risk–coverage: rag_privacy · llm tier" in html
+    assert "coverage: share of calibration items auto-decided" in html  # labelled axes
+    junit = (out / "junit.xml").read_text(encoding="utf-8")
+    assert '<property name="trust.coverage.human" value="0.2"/>' in junit  # 4 of 20 samples escalated
+    assert '<property name="trust.coverage.de.offline" value="0.4"/>' in junit
+    assert '<property name="trust.rag_privacy.offline.fnr_max" value="0.1"/>' in junit
+    assert f'<property name="trust.profile.rag_privacy" value="{profile.id}"/>' in junit
 
     # The review queue (local tenant) holds the escalated ones with the reason.
     from bqas.review.queue import ItemFilter, list_items, submit_review

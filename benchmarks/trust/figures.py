@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import beta
 from sklearn.metrics import roc_auc_score
 
 from bqas.trust.offline import LogisticModel, _shipped
@@ -41,7 +42,7 @@ def _load(path: Path) -> list[dict]:
 
 def halves(scores: np.ndarray, y: np.ndarray, fnr: float, fpr: float, splits: int, seed: int) -> dict:
     rng = np.random.default_rng(seed)
-    cov, r_fnr, r_fpr, v_fnr, v_fpr = [], [], [], [], []
+    cov, r_fnr, r_fpr, v_fnr, v_fpr, s_fnr, s_fpr = [], [], [], [], [], [], []
     for _ in range(splits):
         idx = rng.permutation(len(y))
         a, b = idx[: len(y) // 2], idx[len(y) // 2 :]
@@ -59,12 +60,19 @@ def halves(scores: np.ndarray, y: np.ndarray, fnr: float, fpr: float, splits: in
         r_fpr.append(fp)
         v_fnr.append(fn > fnr)
         v_fpr.append(fp > fpr)
+        # A violation the test half demonstrates: its one-sided 90 % lower bound lies above the target.
+        k_fn, k_fp = int(np.sum((dec == "accept") & yb)), int(np.sum((dec == "reject") & ~yb))
+        s_fnr.append(k_fn > 0 and beta.ppf(0.1, k_fn, yb.sum() - k_fn + 1) > fnr)
+        s_fpr.append(k_fp > 0 and beta.ppf(0.1, k_fp, (~yb).sum() - k_fp + 1) > fpr)
     return {
         "coverage": float(np.mean(cov)),
         "fnr": float(np.mean(r_fnr)),
         "fpr": float(np.mean(r_fpr)),
         "fnr_exceeded": float(np.mean(v_fnr)),
         "fpr_exceeded": float(np.mean(v_fpr)),
+        "fnr_violated": float(np.mean(s_fnr)),
+        "fpr_violated": float(np.mean(s_fpr)),
+        "coverage_min": float(np.min(cov)),
     }
 
 
@@ -117,7 +125,8 @@ def main() -> None:
             out.append(row)
             t = row["targets"]
             cells = " | ".join(
-                f"{v['coverage']:.1%} (FNR {v['fnr']:.1%}/{v['fnr_exceeded']:.0%}, FPR {v['fpr']:.1%}/{v['fpr_exceeded']:.0%})"
+                f"{v['coverage']:.1%} · FNR {v['fnr']:.1%} ({v['fnr_exceeded']:.0%}/{v['fnr_violated']:.0%}) · "
+                f"FPR {v['fpr']:.1%} ({v['fpr_exceeded']:.0%}/{v['fpr_violated']:.0%})"
                 for v in t.values()
             )
             auc_s = "—" if auc is None else f"{auc:.3f}"

@@ -13,6 +13,7 @@ worst cases in a bounded heap and the listed escalations/unscored/invalid sample
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import math
 import os
@@ -188,6 +189,65 @@ def _gate_chart(n_pass: int, n_fail: int, n_other: int) -> Svg:
     if not total:
         svg.labels.append(Label(0, 20, "no measured value", "start", "axis"))
     return svg
+
+
+def _risk_coverage_chart(judge: str, tier: Mapping[str, Any]) -> Svg:
+    """Risk-coverage of one tier on its calibration data: error rate (FNR for auto-accept, FPR for
+    auto-reject) against the share of calibration items the threshold decides; dashed-free target marks."""
+    left, top, plot_w, plot_h = 52, 22, 300, 150
+    svg = Svg(width=left + plot_w + 150, height=top + plot_h + 42, title=f"{judge} {tier.get('tier')}: risk-coverage")
+    base = top + plot_h
+    curves = tier.get("curves") or {}
+    points = [p for c in curves.values() for p in c]
+    y_max = max(
+        [0.05, *(float(p[1]) for p in points), float(tier.get("fnr_max") or 0), float(tier.get("fpr_max") or 0)]
+    )
+    y_max = min(1.0, y_max * 1.1)
+
+    def xy(cov: float, rate: float) -> tuple[float, float]:
+        return left + cov * plot_w, base - min(rate, y_max) / y_max * plot_h
+
+    svg.lines += [Line(left, base, left + plot_w, base), Line(left, top, left, base)]
+    for frac in (0.0, 0.5, 1.0):
+        svg.labels.append(Label(left + frac * plot_w, base + 13, f"{frac:.0%}", "middle", "axis"))
+    svg.labels.append(Label(left - 4, top + 4, f"{y_max:.0%}", "end", "axis"))
+    svg.labels.append(Label(left - 4, base, "0%", "end", "axis"))
+    svg.labels.append(
+        Label(left + plot_w / 2, base + 30, "coverage: share of calibration items auto-decided", "middle", "axis")
+    )
+    svg.labels.append(Label(4, top - 8, "error rate on calibration data (FNR / FPR)", "start", "axis"))
+    series = (("accept", "ok", "fnr_max", "auto-accept: FNR"), ("reject", "bad", "fpr_max", "auto-reject: FPR"))
+    for i, (side, css, target_key, name) in enumerate(series):
+        pts = [(float(p[0]), float(p[1])) for p in curves.get(side) or []]
+        for (c1, r1), (c2, r2) in itertools.pairwise(pts):
+            x1, y1 = xy(c1, r1)
+            x2, y2 = xy(c2, r2)
+            svg.lines.append(Line(x1, y1, x2, y2))
+        for cov, rate in pts:
+            x, y = xy(cov, rate)
+            svg.rects.append(Rect(x - 2, y - 2, 4, 4, css, f"{name} {rate:.2%} at coverage {cov:.1%}"))
+        target = tier.get(target_key)
+        if isinstance(target, int | float):
+            _, ty = xy(0, float(target))
+            svg.rects.append(Rect(left, ty - 0.5, plot_w, 1, css, f"target {target_key} {target:g}"))
+        svg.rects.append(Rect(left + plot_w + 12, top + 6 + i * 18, 8, 8, css, name))
+        svg.labels.append(Label(left + plot_w + 24, top + 14 + i * 18, name, "start", "axis"))
+    svg.labels.append(Label(left + plot_w + 12, top + 54, "line: target", "start", "axis"))
+    return svg
+
+
+def _trust_view(run: Mapping[str, Any], trust: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The report's trust-or-escalate section: coverage per tier and language, bounds, charts."""
+    profiles = [p for p in as_list(run.get("profiles")) if isinstance(p, Mapping)]
+    if trust is None and not profiles:
+        return None
+    charts = [
+        {"judge": p.get("judge"), "id": p.get("id"), "tier": t, "chart": _risk_coverage_chart(str(p.get("judge")), t)}
+        for p in profiles
+        for t in as_list(p.get("tiers"))
+        if isinstance(t, Mapping)
+    ]
+    return {"stats": trust, "profiles": profiles, "charts": charts}
 
 
 def _fmt_edge(x: float) -> str:
@@ -897,8 +957,12 @@ def write_html_report(
     )
     changes: list[ChangeRow] = []
     n_changes = n_matched = n_new = 0
+    from bqas.trust.summary import TrustStats
+
+    trust = TrustStats()
     for seq, record in enumerate(records):
         verdict = stats.add(record)
+        trust.add(record)
         status = record.get("status")
         if status == "invalid":
             invalid.add(record)
@@ -981,6 +1045,7 @@ def write_html_report(
         "unscored": unscored,
         "invalid": invalid,
         "baseline": None,
+        "trust": _trust_view(run, trust.as_dict()),
     }
     if base_stats is not None and base_run is not None:
         context["baseline"] = {

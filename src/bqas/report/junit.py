@@ -229,8 +229,12 @@ def write_junit(path: Path, run: Mapping[str, Any], records: Iterable[Mapping[st
     scenario = str(run.get("scenario") or "scenario")
     suites: dict[str, _Suite] = {}
     thresholds = _Suite(f"bqas.{scenario}.thresholds")
+    from bqas.trust.summary import TrustStats, trust_properties
+
+    trust = TrustStats()
     try:
         for record in records:
+            trust.add(record)
             judge = str(record.get("judge") or "unknown")
             suite = suites.get(judge)
             if suite is None:
@@ -246,6 +250,8 @@ def write_junit(path: Path, run: Mapping[str, Any], records: Iterable[Mapping[st
             for key in ("run_id", "scenario", "backend", "model", "language", "started_at", "finished_at")
             if run.get(key) is not None
         ]
+        # Trust or escalate: coverage per tier (and language) and the guaranteed bounds of the profiles.
+        properties += trust_properties(trust.as_dict(), as_list(run.get("profiles")))
         all_suites = [*suites.values(), thresholds]
         totals = {
             attr: sum(getattr(s, attr) for s in all_suites) for attr in ("tests", "failures", "errors", "skipped")

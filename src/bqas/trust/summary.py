@@ -69,6 +69,7 @@ def profile_brief(profile: CalibrationProfile) -> dict[str, Any]:
                 "accept_reason": acc.get("reason"),
                 "reject_reason": rej.get("reason"),
                 "coverage": profile.coverage.get(t.tier),
+                "curves": {"accept": acc.get("curve") or [], "reject": rej.get("curve") or []},
             }
         )
     return {
@@ -79,3 +80,26 @@ def profile_brief(profile: CalibrationProfile) -> dict[str, Any]:
         "n_reject": profile.data.get("n_reject"),
         "tiers": tiers,
     }
+
+
+def trust_properties(trust: Mapping[str, Any] | None, profiles: list[Any]) -> list[tuple[str, object]]:
+    """Flat ``(name, value)`` pairs for JUnit properties: coverage per tier and language, and bounds."""
+    out: list[tuple[str, object]] = []
+    if trust:
+        for tier in TIERS:
+            out.append((f"trust.coverage.{tier}", trust["coverage"][tier]))
+        for lang, c in trust["by_language"].items():
+            for tier in TIERS:
+                out.append((f"trust.coverage.{lang}.{tier}", c[tier]))
+    for p in profiles:
+        if not isinstance(p, Mapping):
+            continue
+        out.append((f"trust.profile.{p.get('judge')}", p.get("id")))
+        for t in p.get("tiers") or []:
+            key = f"trust.{p.get('judge')}.{t.get('tier')}"
+            if t.get("accept_threshold") is not None:
+                out.append((f"{key}.fnr_max", t.get("fnr_max")))
+            if t.get("reject_threshold") is not None:
+                out.append((f"{key}.fpr_max", t.get("fpr_max")))
+            out.append((f"{key}.confidence", round(1 - float(t.get("delta") or 0), 6)))
+    return out

@@ -71,6 +71,8 @@ class SideFit:
     reason: str | None
     min_n_zero_errors: int
     more_data: list[MoreData] = field(default_factory=list)
+    # Risk-coverage curve on the calibration data: [coverage, error rate, bound] along the candidates.
+    curve: list[list[float]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -183,7 +185,9 @@ def fit_side(
     who = "people reject" if side == "accept" else "people accept"
 
     def empty(reason: str, more: list[MoreData] | None = None) -> SideFit:
-        return SideFit(side, target, max_rate, delta, None, n_class, 0, None, 0, 0.0, reason, floor, more or [])
+        return SideFit(side, target, max_rate, delta, None, n_class, 0, None, 0, 0.0, reason, floor, more or [], curve)
+
+    curve: list[list[float]] = []
 
     if n == 0:
         return empty("no calibration data")
@@ -202,6 +206,8 @@ def fit_side(
     # Fixed sequence: stop at the first failure (bounds are monotone in k here, but the rule is the rule).
     first_fail = int(np.argmin(passed)) if not passed.all() else cand.size
     more = _more_data(k, decided, n, n_class, max_rate, delta)
+    for j in np.unique(np.linspace(0, cand.size - 1, min(cand.size, 40)).astype(int)):
+        curve.append([round(float(decided[j]) / n, 5), round(float(k[j]) / n_class, 5), round(float(bounds[j]), 5)])
     if first_fail == 0:
         if n_class < floor:
             reason = (
@@ -231,6 +237,7 @@ def fit_side(
         None,
         floor,
         more,
+        curve,
     )
 
 
