@@ -58,6 +58,8 @@ class EngineOptions:
     confidence_samples: int = 0
     top_logprobs: int = 5
     profiles: dict[str, CalibrationProfile] = dc_field(default_factory=dict)
+    # Or looked up per judgment (the service: the current tenant's profile for the judge).
+    profile_lookup: Callable[[str], CalibrationProfile | None] | None = None
 
 
 def check_inputs(spec: JudgeSpec, sample: Mapping[str, Any]) -> dict[str, Any]:
@@ -129,7 +131,8 @@ class JudgeEngine:
             offline_dims, notes, result.confidence["offline"] = await run_cpu(self._offline_tier, spec, values, lang)
             result.backend = "offline"
         llm_data: dict[str, Any] | None = None
-        profile = self.options.profiles.get(spec.name)
+        lookup = self.options.profile_lookup
+        profile = self.options.profiles.get(spec.name) or (lookup(spec.name) if lookup is not None else None)
         if use_llm and use_offline and profile is not None and self._offline_decides(profile, result):
             use_llm = False  # the offline tier is certified to decide this one: no LLM call
         if use_llm:

@@ -38,6 +38,9 @@ class ServiceSettings(BaseSettings):
     turn_concurrency: int = Field(default=4, ge=1)  # turns of one job scored at once
     # Tenants: keys in the store (``bqas keys create``) and, optionally, a YAML file {tenant: [key, ...]}.
     api_keys_file: Path | None = None
+    # Trust or escalate: calibration profiles per tenant, <profiles_dir>/<tenant>/*.yaml|*.yml|*.json
+    # (one per judge, from `bqas calibrate fit`); results then carry decision / decided_by / profile_id.
+    profiles_dir: Path | None = None
     # Back-off per client address after failed API keys or review logins: ``auth_failures_free`` failures
     # are free, then the client waits ``auth_backoff_seconds``, doubling per failure (0 switches it off).
     auth_failures_free: int = Field(default=5, ge=0)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from bqas.service.asgi import ASGIApp, Message, Receive, Scope, Send
@@ -49,6 +49,20 @@ class ServiceMetrics:
             "bqas_llm_errors", "Judgments whose LLM could not be reached or answered.", registry=self.registry
         )
         self.jobs = Counter("bqas_jobs", "Jobs finished, by status.", ["status"], registry=self.registry)
+        # Trust or escalate: who decided (coverage per tier and language) and the guaranteed bounds.
+        self.decisions = Counter(
+            "bqas_trust_decisions",
+            "Judgments under a calibration profile, by judge, language, deciding tier and decision.",
+            ["judge", "language", "decided_by", "decision"],
+            registry=self.registry,
+        )
+        self.bounds = Gauge(
+            "bqas_trust_guaranteed_max",
+            "Guaranteed error bound of a profile's tier (FNR of auto-accept, FPR of auto-reject), held with "
+            "probability >= 1 - delta; only for sides that certify something.",
+            ["profile", "judge", "tier", "target"],
+            registry=self.registry,
+        )
 
     def observe_records(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Count judgments, LLM calls and LLM errors of result records."""
@@ -61,6 +75,19 @@ class ServiceMetrics:
                 self.llm_calls.inc(calls)
             if any(str(e).startswith("llm:") for e in record.get("errors") or ()):
                 self.llm_errors.inc()
+            if record.get("decided_by"):
+                self.decisions.labels(
+                    str(name), str(record.get("language")), str(record["decided_by"]), str(record.get("decision"))
+                ).inc()
+
+    def observe_profiles(self, profiles: Iterable[Any]) -> None:
+        """Publish the guaranteed bounds of calibration profiles in use."""
+        for p in profiles:
+            for t in p.tiers:
+                if t.accept_threshold is not None:
+                    self.bounds.labels(p.id, p.judge, t.tier, "fnr").set(t.fnr_max)
+                if t.reject_threshold is not None:
+                    self.bounds.labels(p.id, p.judge, t.tier, "fpr").set(t.fpr_max)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -122,8 +122,41 @@ class Scorer:
             review = get_review_settings()
             if review.review and review.memory_examples and engine.llm is not None:
                 engine.options.examples = _memory_examples
+            if self.service.profiles_dir is not None:
+                engine.options.profile_lookup = self._profile_lookup(engine)
             self._engines[backend] = engine
         return engine
+
+    def _profile_lookup(self, engine: JudgeEngine) -> Callable[[str], Any]:
+        """judge -> the current tenant's calibration profile (loaded and checked once per tenant and engine)."""
+        cache: dict[str, dict[str, Any]] = {}
+        root = self.service.profiles_dir
+        assert root is not None
+
+        def lookup(judge: str) -> Any:
+            current = CURRENT_TENANT.get()
+            if current is None:
+                return None
+            tenant = current[1]
+            if tenant not in cache:
+                from bqas.trust.load import load_profiles
+                from bqas.trust.profile import ProfileError
+
+                folder = root / tenant
+                paths = (
+                    sorted(p for p in folder.glob("*") if p.suffix in (".yaml", ".yml", ".json"))
+                    if folder.is_dir()
+                    else []
+                )
+                try:
+                    cache[tenant] = load_profiles(paths, engine)
+                except ProfileError as exc:
+                    raise RequestProblem(("body", "judges"), f"calibration profile of tenant {tenant}: {exc}") from None
+                if self.metrics is not None:
+                    self.metrics.observe_profiles(cache[tenant].values())
+            return cache[tenant].get(judge)
+
+        return lookup
 
     async def aclose(self) -> None:
         for engine in self._engines.values():
