@@ -1,7 +1,8 @@
 """Read JSON Lines with line numbers: one place that decides what a bad line is and how it is reported.
 
 Scenario datasets, gold files, intent examples and `bqas score` input all use it, so every error reads
-``FILE:LINE: invalid JSON: … (column N)`` or ``FILE:LINE: expected a JSON object, got list``.
+``FILE:LINE: invalid JSON: … (column N)``, ``FILE:LINE: expected a JSON object, got list`` or, for values
+that :mod:`bqas.untrusted` refuses, ``FILE:LINE: field response: invalid Unicode: lone surrogate …``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from bqas.untrusted import UntrustedValueError, loads
 
 
 @dataclass(frozen=True)
@@ -31,9 +34,12 @@ def iter_json_objects(lines: Iterable[str]) -> Iterator[JsonLine]:
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
+            value = loads(raw)
         except json.JSONDecodeError as exc:
             yield JsonLine(number, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        except UntrustedValueError as exc:  # invalid Unicode, NaN/Infinity, deep nesting (bqas.untrusted)
+            yield JsonLine(number, None, str(exc))
             continue
         if not isinstance(value, dict):
             yield JsonLine(number, None, f"expected a JSON object, got {type(value).__name__}")

@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     llm_concurrency: int = 16
     structured_output: StructuredMode = "auto"
     llm_cache: bool = True
+    # The most bytes of one LLM answer that are read, stored and cached (a runaway reply is refused).
+    llm_max_reply_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
     # Prices in USD per million tokens, for the cost estimate of a run (unset: no estimate).
     price_prompt_per_mtok: float | None = None
     price_completion_per_mtok: float | None = None

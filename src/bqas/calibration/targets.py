@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bqas.untrusted import UntrustedValueError, load_yaml
+
 
 class Targets(BaseModel):
     """The judge policy's "Metrik-Ziele": FPR < 5 %, FNR < 2 %, inter-judge agreement > 90 %, mean time < 500 ms."""
@@ -24,7 +26,9 @@ class Targets(BaseModel):
     agreement_min: float | None = Field(default=0.90, ge=0, le=1)
     latency_mean_max_ms: float | None = Field(default=500.0, gt=0)
     kappa_min: float | None = Field(default=None, ge=-1, le=1)
-    abstention_max: float | None = Field(default=None, ge=0, le=1)
+    # Share of judged samples left unscored; 0 by default, as for `bqas score` and `bqas run` (README:
+    # one exit-code rule). Set it (or null) to allow abstention.
+    abstention_max: float | None = Field(default=0.0, ge=0, le=1)
 
 
 def load_targets(path: Path | None) -> Targets:
@@ -32,7 +36,9 @@ def load_targets(path: Path | None) -> Targets:
     if path is None:
         return Targets()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_yaml(path.read_text(encoding="utf-8")) or {}
+    except UntrustedValueError as exc:  # alias bombs and the like (bqas.untrusted)
+        raise ValueError(f"{path}: {exc}") from None
     except OSError as exc:
         raise ValueError(f"{path}: cannot read targets file: {exc.strerror}") from None
     except yaml.YAMLError as exc:

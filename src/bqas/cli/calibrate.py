@@ -111,7 +111,8 @@ def calibrate_cmd(
     With --profile P it checks a calibration profile on these labels instead: realised FNR/FPR on the
     decided items, coverage per tier, and whether each bound held. `bqas calibrate fit` fits a profile.
 
-    Exit 0 when every target is met, 1 when one is missed, 2 on a usage or input error.
+    Exit 0 when every target is met, 1 when one is missed (abstention_max defaults to 0: an unscored
+    sample misses it, as in `bqas score` and `bqas run`), 2 on a usage or input error.
     """
     from bqas.judging.factory import LLMOverrides
 

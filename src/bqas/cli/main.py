@@ -121,18 +121,36 @@ def score_cmd(
     structured_output: StructuredOpt = None,
     no_cache: NoCacheOpt = False,
     policy: PolicyOpt = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Samples judged at once.")] = 8,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Samples judged at once (at least 1).")] = 8,
+    max_unscored: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--max-unscored", help="Unscored results allowed: a count, or a share below 1 (default 0)."),
+    ] = None,
 ) -> None:
     """Score one sample or a JSON Lines file and print one result JSON per line.
 
     Example: echo '{"user_input": "Erinnere mich morgen an die Konferenz", "detected_intent": "reminder",
     "response": "Ich erinnere dich morgen um 8 Uhr.", "expected_intent": "reminder"}' | bqas score -j voice -
 
-    Exit 0 when every sample was judged, 2 on bad input (the message names line and field).
+    Exit 0 when every sample was scored, 1 when more results are unscored than --max-unscored allows
+    (default 0), 2 on a usage error or bad input (the message names line and field). The same rule as
+    `bqas run` (thresholds) and `bqas calibrate` (targets).
     """
     from bqas.cli.score import run_score
 
-    run_score(source, judge, backend, language, base_url, model, structured_output, no_cache, policy, concurrency)
+    run_score(
+        source,
+        judge,
+        backend,
+        language,
+        base_url,
+        model,
+        structured_output,
+        no_cache,
+        policy,
+        concurrency,
+        max_unscored,
+    )
 
 
 @app.command("run")
@@ -156,7 +174,7 @@ def run_cmd(
     language: LanguageOpt = None,
     concurrency: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--concurrency", "-c", help="Samples judged at once (default: the scenario's)."),
+        typer.Option("--concurrency", "-c", help="Samples judged at once, at least 1 (default: the scenario's)."),
     ] = None,
     base_url: BaseUrlOpt = None,
     model: ModelOpt = None,
@@ -179,7 +197,8 @@ def run_cmd(
 
     Example: bqas run scenarios/voice_de.yaml --out runs/today
 
-    Exit 0 when all thresholds are met, 1 when one is missed, 2 on a usage or configuration error.
+    Exit 0 when all thresholds are met, 1 when one is missed (an unscored result misses max_unscored,
+    default 0), 2 on a usage, configuration or input error (also: no valid sample, or the run failed).
     A run that dies can be continued: bqas run --resume RUN_ID
     """
     from bqas.cli.run import run_scenario

@@ -140,6 +140,9 @@ def run_scenario(
     if backend is not None and backend not in ("auto", "llm", "offline"):
         typer.echo(f"error: --backend: expected auto, llm or offline, got {backend!r}", err=True)
         raise typer.Exit(2)
+    if concurrency is not None and concurrency < 1:
+        typer.echo(f"error: --concurrency: expected at least 1, got {concurrency}", err=True)
+        raise typer.Exit(2)
     started: list[str] = []
 
     def announce(run_id: str, out_dir: Path, resuming: bool) -> None:
@@ -200,6 +203,14 @@ def run_scenario(
     typer.echo(f"report: {outcome.out_dir / 'report.html'}")
     _say_where_escalations_went(store, outcome.run_id)
     print_review_notes(notes)
+    summary = outcome.summary
+    if summary.invalid == summary.samples:
+        # Nothing could be judged: an input problem, not a quality result (exit 2, as for bad input).
+        typer.echo(
+            f"error: no valid sample: {summary.invalid} of {summary.samples} are invalid (see {outcome.out_dir / 'results.jsonl'})",
+            err=True,
+        )
+        raise typer.Exit(2)
     if not outcome.passed:
         typer.echo("thresholds missed", err=True)
         raise typer.Exit(1)

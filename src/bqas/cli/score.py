@@ -14,28 +14,37 @@ from bqas.jsonl import iter_json_objects
 from bqas.judging.engine import InvalidSample, JudgeEngine
 from bqas.judging.factory import LLMOverrides, build_engine
 from bqas.settings import get_settings
+from bqas.untrusted import FILE_ERRORS, UntrustedValueError, loads
 
 
 def read_samples(source: str) -> list[tuple[int, dict[str, Any]]]:
     """Samples with their line numbers from a JSON object or JSON Lines; ValueError names the line."""
     name = "<stdin>" if source == "-" else source
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+        # Bytes that are not UTF-8 are kept as lone surrogates, which bqas.untrusted then reports
+        # with their line and field (rather than a decode error for the whole input).
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
     except OSError as exc:
         raise ValueError(f"{name}: cannot read: {exc.strerror}") from None
+    text = raw.decode("utf-8-sig", errors=FILE_ERRORS)
     stripped = text.strip()
     if not stripped:
         raise ValueError(f"{name}: empty input")
     try:
-        whole = json.loads(stripped)
+        # One object (possibly over several lines) is sample 1. When the text is JSON Lines, parsing
+        # stops at the second line with "Extra data" and the line reader below names the bad line.
+        whole = loads(stripped)
     except json.JSONDecodeError:
         whole = None
+    except UntrustedValueError as exc:  # in the first (or only) object: line 1
+        raise ValueError(f"{name}:1: {exc}") from None
     if isinstance(whole, dict):
         return [(1, whole)]
     if isinstance(whole, list):
         raise ValueError(f"{name}: a JSON array is not accepted; give one object or JSON Lines")
     samples = []
-    for row in iter_json_objects(text.splitlines()):
+    # Split on \n only: U+2028, U+0085 and other line breaks str.splitlines() knows are data in JSON.
+    for row in iter_json_objects(text.split("\n")):
         if row.value is None:
             raise ValueError(row.error(name))
         samples.append((row.line, row.value))
@@ -74,10 +83,17 @@ def run_score(
     no_cache: bool,
     policy: Path | None,
     concurrency: int,
+    max_unscored: float | None = None,
 ) -> None:
-    """Implementation of ``bqas score``."""
+    """Implementation of ``bqas score`` (exit codes: see :func:`bqas.runner.summary.unscored_gate`)."""
     if backend not in ("auto", "llm", "offline"):
         typer.echo(f"error: --backend: expected auto, llm or offline, got {backend!r}", err=True)
+        raise typer.Exit(2)
+    if concurrency < 1:
+        typer.echo(f"error: --concurrency: expected at least 1, got {concurrency}", err=True)
+        raise typer.Exit(2)
+    if max_unscored is not None and (max_unscored < 0 or (max_unscored >= 1 and not max_unscored.is_integer())):
+        typer.echo(f"error: --max-unscored: expected a count or a share below 1, got {max_unscored:g}", err=True)
         raise typer.Exit(2)
     name = "<stdin>" if source == "-" else source
     try:
@@ -101,3 +117,12 @@ def run_score(
         raise typer.Exit(2) from None
     for record in records:
         typer.echo(json.dumps(record, ensure_ascii=False))
+    from bqas.runner.summary import unscored_gate
+
+    unscored = sum(1 for r in records if r.get("status") != "scored")
+    gate = unscored_gate(unscored, len(records), max_unscored)
+    if not gate.passed:
+        typer.echo(
+            f"{unscored} of {len(records)} results unscored (allowed: {gate.expected:g}; see --max-unscored)", err=True
+        )
+        raise typer.Exit(1)

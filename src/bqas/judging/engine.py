@@ -24,7 +24,7 @@ from bqas.judging.render import render_prompt, retry_message
 from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
 from bqas.judging.spec import JudgeRegistry, JudgeSpec
 from bqas.judging.workers import run_cpu
-from bqas.llm.client import LLMClient, LLMError
+from bqas.llm.client import LLMClient, LLMError, ReplyTooLarge
 from bqas.offline.methods import MethodResult
 from bqas.settings import check_language
 from bqas.trust.profile import CalibrationProfile
@@ -72,8 +72,12 @@ def check_inputs(spec: JudgeSpec, sample: Mapping[str, Any]) -> dict[str, Any]:
             values[name] = ""
             continue
         value = sample[name]
-        ok_list = isinstance(value, list) and all(isinstance(v, str | int | float) for v in value)
-        if not (isinstance(value, str | int | float) or ok_list) or isinstance(value, bool):
+        # Text only: a number (even 1e308) is not an answer to judge, and a bool is no text either.
+        if isinstance(value, list):
+            wrong = next((v for v in value if not isinstance(v, str)), None)
+            if wrong is not None:
+                raise InvalidSample(name, f"expected a list of texts, got an item of type {type(wrong).__name__}")
+        elif not isinstance(value, str):
             raise InvalidSample(name, f"expected text or a list of texts, got {type(value).__name__}")
         values[name] = value
     return values
@@ -245,7 +249,9 @@ class JudgeEngine:
                 result.prompt_tokens += exc.prompt_tokens
                 result.completion_tokens += exc.completion_tokens
                 result.errors.append(f"llm: {exc}")
-                result.unscored_reason = f"LLM unavailable: {exc}"
+                # A runaway reply is the judge's fault, not an unreachable server (no 503, no retry).
+                prefix = "judge reply refused" if isinstance(exc, ReplyTooLarge) else "LLM unavailable"
+                result.unscored_reason = f"{prefix}: {exc}"
                 return None
             result.llm_calls += completion.calls
             result.prompt_tokens += completion.prompt_tokens

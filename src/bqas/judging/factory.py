@@ -42,6 +42,7 @@ def llm_config(settings: Settings, overrides: LLMOverrides | None = None) -> LLM
         timeout=o.timeout or settings.llm_timeout,
         max_retries=settings.llm_max_retries if o.max_retries is None else o.max_retries,
         cache_path=(settings.cache_dir / "llm-cache.sqlite") if use_cache else None,
+        max_reply_bytes=settings.llm_max_reply_bytes,
     )
 
 

@@ -6,7 +6,8 @@ Documented repairs (each recorded in ``repairs``):
 - ``trailing_comma``: a comma before ``}`` or ``]``;
 - ``number_as_string``: a numeric field given as a string such as ``"4"`` or ``" 85.5 "``.
 Everything else is an error: truncated JSON, wrong types, out-of-range numbers (not clamped), missing
-keys. Extra keys are ignored and reported as a warning.
+keys, a reply nested deeper than ``bqas.untrusted.MAX_DEPTH`` levels. Extra keys are ignored and reported
+as a warning; lone surrogates in the reply's text become U+FFFD, also with a warning (see bqas.untrusted).
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from bqas.untrusted import MAX_DEPTH, UntrustedValueError, depth_exceeds, repair_value
+
+TOO_DEEP = f"reply nested deeper than {MAX_DEPTH} levels"
+
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
 
@@ -26,8 +31,18 @@ def _reject_constant(name: str) -> Any:
     raise json.JSONDecodeError(f"non-finite number {name} is not allowed", name, 0)
 
 
+class _TooDeep(Exception):
+    pass
+
+
 def _loads(text: str) -> Any:
-    return json.loads(text, parse_constant=_reject_constant)
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:  # Python's parser gives up on very deep nesting; never let that escape
+        raise _TooDeep from None
+    if depth_exceeds(value):
+        raise _TooDeep
+    return value
 
 
 _NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
@@ -74,6 +89,9 @@ def _balanced_span(text: str, opener: str) -> str | None:
     return None
 
 
+_NEXT_CLOSER = re.compile(r"\s*[}\]]")
+
+
 def _strip_trailing_commas(text: str) -> str:
     """Remove commas directly before a closing bracket, outside strings."""
     out: list[str] = []
@@ -90,16 +108,21 @@ def _strip_trailing_commas(text: str) -> str:
             continue
         if ch == '"':
             in_str = True
-        elif ch == ",":
-            rest = text[i + 1 :].lstrip()
-            if rest[:1] in ("}", "]"):
-                continue
+        elif ch == "," and _NEXT_CLOSER.match(text, i + 1):
+            continue  # (a match, not a slice of the rest: linear in the reply's length)
         out.append(ch)
     return "".join(out)
 
 
 def extract_json(text: str, *, top: str = "object") -> tuple[Any | None, list[str], str | None]:
-    """Find the JSON value in a reply. Returns (value, repairs, error)."""
+    """Find the JSON value in a reply. Returns (value, repairs, error); too deep a reply is an error."""
+    try:
+        return _extract_json(text, top)
+    except _TooDeep:
+        return None, [], TOO_DEEP
+
+
+def _extract_json(text: str, top: str) -> tuple[Any | None, list[str], str | None]:
     repairs: list[str] = []
     candidate = text.strip()
     opener = "{" if top == "object" else "["
@@ -181,6 +204,12 @@ def parse_reply(text: str, schema: dict[str, Any]) -> ParseOutcome:
     if top == "object" and not isinstance(value, dict):
         return ParseOutcome(None, [f"expected a JSON object, got {type(value).__name__}"], repairs)
     warnings: list[str] = []
+    try:
+        value, replaced = repair_value(value)
+    except UntrustedValueError:  # pragma: no cover - _loads checked the depth already
+        return ParseOutcome(None, [TOO_DEEP], repairs)
+    if replaced:
+        warnings.append("invalid Unicode (lone surrogates) in the reply replaced with U+FFFD")
     if top == "object":
         assert isinstance(value, dict)
         properties = schema.get("properties", {})

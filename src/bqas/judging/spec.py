@@ -19,6 +19,7 @@ from typing import Any, Literal
 import yaml
 
 from bqas.settings import LANGUAGES
+from bqas.untrusted import UntrustedValueError, load_yaml
 
 DimensionKind = Literal["score", "gate", "label", "list", "text", "object", "flag"]
 JudgeKind = Literal["grader", "classifier", "generator"]
@@ -298,8 +299,8 @@ def load_policy(policy_file: Path | None = None) -> dict[str, Any]:
     policy: dict[str, Any] = yaml.safe_load(shipped)
     if policy_file is not None:
         try:
-            user = yaml.safe_load(Path(policy_file).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
+            user = load_yaml(Path(policy_file).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError, UntrustedValueError) as exc:
             raise JudgeFileError(f"{policy_file}: cannot read policy file: {exc}") from None
         if not isinstance(user, dict):
             raise JudgeFileError(f"{policy_file}: a policy file must be a mapping")

@@ -63,6 +63,10 @@ class LLMError(RuntimeError):
         self.completion_tokens = 0
 
 
+class ReplyTooLarge(LLMError):
+    """The server's answer was larger than ``LLMConfig.max_reply_bytes``: not read further, not cached."""
+
+
 @dataclass
 class LLMConfig:
     """Connection and behaviour of the LLM seam."""
@@ -81,6 +85,8 @@ class LLMConfig:
     structured_output: str = "auto"
     cache_path: Path | None = None
     extra_headers: dict[str, str] = field(default_factory=dict)
+    # The most bytes of one HTTP answer that are read (and so stored and cached); env BQAS_LLM_MAX_REPLY_BYTES.
+    max_reply_bytes: int = 2 * 1024 * 1024
 
 
 @dataclass
@@ -402,7 +408,7 @@ class LLMClient:
                     # (llama.cpp, vLLM) learns to stop generating for a request nobody waits for.
                     async with http.post(self._url, json=payload) as response:
                         status = response.status
-                        body = await response.text()
+                        body = await _read_text(response, self.config.max_reply_bytes, calls)
                         retry_header = response.headers.get("Retry-After")
                 except TimeoutError:
                     self.usage.errors += 1
@@ -458,7 +464,7 @@ class LLMClient:
 
     def _completions(self, text_body: str, calls: int) -> list[Completion]:
         try:
-            body = orjson.loads(text_body)
+            body = _loads_body(text_body)
             choices = body["choices"]
             texts = [choice["message"].get("content") or "" for choice in choices]
             if not texts or not all(isinstance(t, str) for t in texts):
@@ -485,6 +491,36 @@ class LLMClient:
                 )
             )
         return out
+
+
+async def _read_text(response: aiohttp.ClientResponse, limit: int, calls: int) -> str:
+    """The answer's text, read no further than ``limit`` bytes (a runaway reply is refused, not buffered)."""
+    data = bytearray()
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        data += chunk
+        if len(data) > limit:
+            raise ReplyTooLarge(
+                f"the server's answer exceeds {limit} bytes (BQAS_LLM_MAX_REPLY_BYTES); not read further",
+                calls=calls,
+            )
+    # Bytes that are not UTF-8 become U+FFFD (replies are repaired, inputs rejected: bqas.untrusted).
+    return data.decode(response.get_encoding() or "utf-8", errors="replace")
+
+
+def _loads_body(text: str) -> Any:
+    """The chat-completion JSON. orjson refuses lone surrogate escapes (``"\\ud800"``); Python's json
+    keeps them, and bqas.untrusted replaces them with U+FFFD."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        import json
+
+        from bqas.untrusted import UntrustedValueError, repair_value
+
+        try:
+            return repair_value(json.loads(text))[0]
+        except (RecursionError, UntrustedValueError):
+            raise ValueError("nested too deeply") from None
 
 
 def _count(value: Any) -> int:

@@ -1,4 +1,9 @@
-"""Stream a scenario's samples (JSONL, CSV or inline) with their line numbers, never all at once."""
+"""Stream a scenario's samples (JSONL, CSV or inline) with their line numbers, never all at once.
+
+Every sample passes :func:`bqas.untrusted.check_value` (invalid Unicode, NaN, deep nesting become an
+``invalid`` record naming line and field). CSV files may start with a UTF-8 BOM; their delimiter
+(``,`` ``;`` tab or ``|``) is detected with :class:`csv.Sniffer` from the start of the file.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,10 @@ from typing import Any
 
 from bqas.jsonl import iter_json_objects
 from bqas.runner.scenario import Scenario
+from bqas.untrusted import FILE_ERRORS, UntrustedValueError, check_value, loads
+
+CSV_DELIMITERS = ",;\t|"
+_SNIFF_BYTES = 64 * 1024
 
 
 @dataclass
@@ -24,14 +33,37 @@ class DatasetItem:
 
 
 def _cell(value: str) -> Any:
-    """CSV cells holding a JSON list or object (e.g. contexts) are parsed; everything else stays text."""
+    """CSV cells holding a JSON list or object (e.g. contexts) are parsed; everything else stays text.
+    A cell that is JSON but refused by :mod:`bqas.untrusted` (deep nesting …) raises its error."""
     text = value.strip()
     if text[:1] in ("[", "{"):
         try:
-            return json.loads(text)
+            return loads(text)
         except json.JSONDecodeError:
             return value
     return value
+
+
+def _row_values(row: dict[str | None, str | None]) -> dict[str, Any]:
+    """A CSV row's values (JSON cells parsed); a refused cell raises naming its column."""
+    data: dict[str, Any] = {}
+    for key, cell in row.items():
+        if key is None or cell is None:
+            continue
+        try:
+            data[key] = _cell(cell)
+        except UntrustedValueError as exc:
+            raise UntrustedValueError(f"{key}.{exc.field}" if exc.field else key, exc.message) from None
+    return data
+
+
+def _checked(data: dict[str, Any]) -> str | None:
+    """The problem of a sample that :mod:`bqas.untrusted` refuses (naming the field), else None."""
+    try:
+        check_value(data)
+    except UntrustedValueError as exc:
+        return str(exc)
+    return None
 
 
 def _apply_mapping(data: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
@@ -59,6 +91,10 @@ def iter_dataset(scenario: Scenario) -> Iterator[DatasetItem]:
             if not isinstance(sample, dict):
                 yield DatasetItem(i, f"sample-{i}", error=f"samples[{i - 1}]: expected a mapping")
                 continue
+            problem = _checked(sample)
+            if problem:
+                yield DatasetItem(i, f"sample-{i}", error=f"samples[{i - 1}]: {problem}")
+                continue
             data = _apply_mapping(dict(sample), scenario.mapping)
             yield DatasetItem(i, _sample_id(data, i), data)
         return
@@ -69,7 +105,7 @@ def iter_dataset(scenario: Scenario) -> Iterator[DatasetItem]:
 
 
 def _iter_jsonl(path: Path, mapping: dict[str, str]) -> Iterator[DatasetItem]:
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8-sig", errors=FILE_ERRORS) as fh:
         for row in iter_json_objects(fh):
             if row.value is None:
                 yield DatasetItem(row.line, f"line-{row.line}", error=row.error(path.name))
@@ -78,12 +114,56 @@ def _iter_jsonl(path: Path, mapping: dict[str, str]) -> Iterator[DatasetItem]:
             yield DatasetItem(row.line, _sample_id(data, row.line), data)
 
 
+def csv_dialect(path: Path) -> type[csv.Dialect] | csv.Dialect:
+    """The dialect of a CSV file: :class:`csv.Sniffer` on its first whole lines (up to 64 KiB), checked
+    against the header; else the candidate delimiter the header holds most often; else a comma."""
+    lines: list[str] = []
+    size = 0
+    with path.open(encoding="utf-8-sig", errors=FILE_ERRORS, newline="") as fh:
+        for line in fh:
+            if lines and size + len(line) > _SNIFF_BYTES:
+                break
+            lines.append(line)
+            size += len(line)
+    header = lines[0] if lines else ""
+    try:
+        dialect = csv.Sniffer().sniff("".join(lines), delimiters=CSV_DELIMITERS)
+        if dialect.delimiter in header:
+            return dialect
+    except csv.Error:
+        pass
+    counts = {d: header.count(d) for d in CSV_DELIMITERS}
+    best = max(counts, key=lambda d: counts[d])
+    if counts[best] == 0 or best == ",":
+        return csv.excel
+    return type("Sniffed", (csv.excel,), {"delimiter": best})
+
+
 def _iter_csv(path: Path, mapping: dict[str, str]) -> Iterator[DatasetItem]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        for row in reader:
+    # utf-8-sig: a BOM written by spreadsheet programs would otherwise become part of the first header.
+    with path.open(encoding="utf-8-sig", errors=FILE_ERRORS, newline="") as fh:
+        reader = csv.DictReader(fh, dialect=csv_dialect(path))
+        line_no = 1
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:  # e.g. a field over the csv module's size limit (131,072 characters)
+                # The reader does not count the line it failed on.
+                line_no = max(reader.line_num, line_no + 1)
+                yield DatasetItem(line_no, f"line-{line_no}", error=f"{path.name}:{line_no}: CSV: {exc}")
+                continue
             line_no = reader.line_num
-            data = {k: _cell(v) for k, v in row.items() if k is not None and v is not None}
+            try:
+                data = _row_values(row)
+            except UntrustedValueError as exc:
+                yield DatasetItem(line_no, f"line-{line_no}", error=f"{path.name}:{line_no}: {exc}")
+                continue
+            problem = _checked(data)
+            if problem:
+                yield DatasetItem(line_no, f"line-{line_no}", error=f"{path.name}:{line_no}: {problem}")
+                continue
             data = _apply_mapping(data, mapping)
             yield DatasetItem(line_no, _sample_id(data, line_no), data)
 
@@ -93,7 +173,12 @@ def count_items(scenario: Scenario) -> int:
     path = scenario.dataset_path()
     if path is None:
         return len(scenario.samples or [])
-    with path.open(encoding="utf-8") as fh:
-        if path.suffix.lower() == ".csv":
-            return max(0, sum(1 for _ in csv.reader(fh)) - 1)
+    if path.suffix.lower() == ".csv":
+        with path.open(encoding="utf-8-sig", errors=FILE_ERRORS, newline="") as fh:
+            try:
+                return max(0, sum(1 for _ in csv.reader(fh, dialect=csv_dialect(path))) - 1)
+            except csv.Error:  # a broken row: the reader reports it; here a line count will do
+                fh.seek(0)
+                return max(0, sum(1 for _ in fh) - 1)
+    with path.open(encoding="utf-8", errors=FILE_ERRORS) as fh:
         return sum(1 for line in fh if line.strip())

@@ -203,6 +203,8 @@ async def execute_run(
 
     With ``review_tenant``, each batch goes through the review loop (memory, consistency check, review
     queue, categories, alerts) as that tenant before it is stored."""
+    if concurrency < 1:  # a queue of maxsize <= 0 is unbounded and no worker would judge anything
+        raise ValueError(f"concurrency: expected at least 1, got {concurrency}")
     skip = skip or set()
     queue: asyncio.Queue[WorkItem | None] = asyncio.Queue(maxsize=concurrency * 2)
     # Bounded: when the store falls behind, workers wait instead of piling results up in memory.

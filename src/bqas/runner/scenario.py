@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bqas.settings import LANGUAGES, get_settings
+from bqas.untrusted import UntrustedValueError, check_value, compose_yaml, yaml_data
 
 RAGAS_JUDGE_LANGUAGES = ("en", "zh")
 RAGAS_METRICS = (
@@ -47,8 +48,17 @@ class Thresholds(BaseModel):
     min_pass_rate: float | None = Field(default=None, ge=0, le=1)
     min_mean_composite: float | None = Field(default=None, ge=0, le=100)
     max_failed: int | None = Field(default=None, ge=0)
-    max_unscored: int | None = Field(default=None, ge=0)
+    # Unscored results allowed: a count (0, 1, 2 …) or, below 1, a share of the judged results (0.1).
+    # Unset means 0: a run with an unscored result misses this gate (one exit-code rule, see README).
+    max_unscored: float | None = Field(default=None, ge=0)
     dimensions: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("max_unscored")
+    @classmethod
+    def _count_or_share(cls, value: float | None) -> float | None:
+        if value is not None and value >= 1 and not float(value).is_integer():
+            raise ValueError("expected a count (0, 1, 2 …) or a share below 1 (e.g. 0.1)")
+        return value
 
 
 class Scenario(BaseModel):
@@ -147,15 +157,23 @@ def load_scenario(path: Path) -> Scenario:
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
     try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        # One composition, limits checked (alias bombs, recursion), then the data built from it.
+        node = compose_yaml(text)
+        data = yaml_data(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise ScenarioError(f"{path}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    except UntrustedValueError as exc:
+        raise ScenarioError(f"{path}: {exc}") from None
     if not isinstance(data, dict) or node is None:
         raise ScenarioError(f"{path}:1: a scenario must be a YAML mapping")
     lines = _line_index(node)
+    try:
+        check_value(data)  # inline samples are inputs like any other (bqas.untrusted)
+    except UntrustedValueError as exc:
+        where = ".".join(str(p) for p in exc.loc) or "(scenario)"
+        raise ScenarioError(f"{path}:{_line_for(lines, exc.loc)}: {where}: {exc.message}") from None
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:

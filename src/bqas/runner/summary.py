@@ -206,15 +206,22 @@ def check_thresholds(summary: RunSummary, thresholds: Thresholds) -> list[Thresh
     if thresholds.max_failed is not None:
         failed = summary.verdicts["failed"]
         out.append(ThresholdResult("max_failed", thresholds.max_failed, failed, failed <= thresholds.max_failed))
-    if thresholds.max_unscored is not None:
-        out.append(
-            ThresholdResult(
-                "max_unscored", thresholds.max_unscored, summary.unscored, summary.unscored <= thresholds.max_unscored
-            )
-        )
+    out.append(unscored_gate(summary.unscored, summary.samples - summary.invalid, thresholds.max_unscored))
     for key, minimum in thresholds.dimensions.items():
         at_least(f"dimension {key}", minimum, summary.dimension_mean(key))
     return out
+
+
+def unscored_gate(unscored: int, judged: int, limit: float | None) -> ThresholdResult:
+    """The ``max_unscored`` gate shared by ``bqas run``, ``bqas score`` and ``bqas calibrate``.
+
+    ``limit`` is a count (0, 1, 2 …) or, below 1, a share of the judged results; None means 0. A run in
+    which nothing was judged misses it too: no result is not a pass."""
+    if limit is not None and 0 < limit < 1:
+        share = unscored / judged if judged else 1.0
+        return ThresholdResult("max_unscored", limit, round(share, 4), judged > 0 and share <= limit)
+    allowed = int(limit or 0)
+    return ThresholdResult("max_unscored", allowed, unscored, judged > 0 and unscored <= allowed)
 
 
 def cost_estimate(summary: RunSummary, prompt_price: float | None, completion_price: float | None) -> float | None:

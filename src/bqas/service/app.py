@@ -28,6 +28,7 @@ from bqas.review.memory import embedder as memory_embedder
 from bqas.review.settings import get_review_settings
 from bqas.review.web import review_router
 from bqas.service.config import ServiceSettings
+from bqas.service.errors import install_error_handlers
 from bqas.service.jobs import status_view, submit
 from bqas.service.limits import BodySizeLimit, RateLimiter, retry_after_header
 from bqas.service.metrics import CONTENT_TYPE_LATEST, MetricsMiddleware, ServiceMetrics
@@ -218,6 +219,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.bqas = state
+    install_error_handlers(app)
     if state.review:
         app.include_router(review_router(state.store, state.auth))
 

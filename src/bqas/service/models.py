@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from bqas.service.config import JUDGE_LANGUAGES
+from bqas.untrusted import UntrustedValueError, check_value
 
 Backend = Literal["offline", "llm", "auto"]
 Language = Literal["de", "en", "zh"]
@@ -62,6 +63,17 @@ class ScoreRequest(BaseModel):
     )
     response_id: str | None = Field(default=None, max_length=300, description="Your id of the scored response.")
     backend: Backend | None = Field(default=None, description="offline, llm or auto (default: the server's).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _untrusted(cls, data: Any) -> Any:
+        # Invalid Unicode, NaN/Infinity and deep nesting are refused before any field is looked at
+        # (bqas.untrusted decides this for every edge), so they answer 422 naming the field.
+        try:
+            check_value(data)
+        except UntrustedValueError as exc:
+            raise ValueError(str(exc)) from None
+        return data
 
     @field_validator("judges", "metrics", mode="before")
     @classmethod

@@ -29,6 +29,7 @@ class ReviewFeed:
         self.store = store
         self.batch = batch
         self.dropped = 0
+        self.failed = 0  # results the review loop could not process (logged with the error)
         self._queue: asyncio.Queue[Batch | None] = asyncio.Queue(maxsize=max_pending)
         self._task: asyncio.Task[None] | None = None
 
@@ -64,15 +65,25 @@ class ReviewFeed:
                     stop = True
                     break
                 pending.append(nxt)
-            by_tenant: dict[str, tuple[list[dict[str, Any]], list[Mapping[str, Any]]]] = {}
-            for tenant, records, samples in pending:
-                recs, smps = by_tenant.setdefault(tenant, ([], []))
-                recs.extend(records)
-                smps.extend(samples)
-            for tenant, (recs, smps) in by_tenant.items():
+            by_tenant: dict[str, list[Batch]] = {}
+            for call in pending:
+                by_tenant.setdefault(call[0], []).append(call)
+            for tenant, calls in by_tenant.items():
+                recs = [r for _, records, _ in calls for r in records]
+                smps = [s for _, _, samples in calls for s in samples]
                 try:
                     await asyncio.to_thread(process_results, self.store, tenant, recs, samples=smps, source="api")
                 except Exception:  # the review loop must never take the service down
-                    log.exception("review loop failed for %d results of tenant %s", len(recs), tenant)
+                    log.exception("review loop failed for a batch of %d results of tenant %s", len(recs), tenant)
+                    await self._one_by_one(calls)
             if stop:
                 return
+
+    async def _one_by_one(self, calls: list[Batch]) -> None:
+        """After a failed batch, call by call: one bad call must not cost the others their review."""
+        for tenant, records, samples in calls:
+            try:
+                await asyncio.to_thread(process_results, self.store, tenant, records, samples=samples, source="api")
+            except Exception:
+                self.failed += len(records)
+                log.exception("review loop failed for %d results of tenant %s", len(records), tenant)
