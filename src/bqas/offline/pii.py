@@ -560,6 +560,39 @@ def _blocked(text: str, toks: list[_Tok], i: int, j: int) -> bool:
     return False
 
 
+# Names found from lists alone (no cue): the ones a place or an organisation can be taken for.
+_LIST_METHODS = frozenset({"name:first_name", "name:first_name+surname", "name:surname", "name:repeat"})
+
+
+def _place_or_org(text: str, toks: list[_Tok], i: int, j: int, method: str, lex: _Lexicon) -> bool:
+    """Whether span ``toks[i:j]`` found from the name lists is rather a club, a firm or a place
+    (bqas.offline.pii_places): next to a club abbreviation or legal form ("AC Milan", "Hertha BSC"); a
+    lone word that is a listed place after a place preposition, an adjective between allowed ("nach
+    Sydney", "im englischen Hatfield"); a lone listed surname that names a city of 100,000 or more. A capitalised word before a lone first name says nothing in German
+    (every noun is capitalised: "Tante Cilli"), so "Alfa Romeo" is not caught."""
+    from bqas.offline.pii_places import BIG_CITY, CLUB_MARKERS, LEGAL_FORMS, places
+
+    before = toks[i - 1] if i > 0 and _adjacent(text, toks[i - 1], toks[i]) else None
+    after = toks[j] if j < len(toks) and _adjacent(text, toks[j - 1], toks[j]) else None
+    if (before is not None and before.text in CLUB_MARKERS) or (
+        after is not None and (after.text in CLUB_MARKERS or after.text in LEGAL_FORMS)
+    ):
+        return True
+    if j - i != 1:
+        return False
+    word = toks[i].text
+    population = places().get(word)
+    if population is not None and method == "name:surname" and population >= BIG_CITY:
+        return True
+    if population is not None:
+        for k in (i - 1, i - 2):
+            if k < 0 or (k == i - 2 and not toks[i - 1].text.islower()):
+                break
+            if toks[k].text in _PLACE_PREPOSITIONS or toks[k].text.lower() in {"im", "nahe", "bei", "um"}:
+                return True
+    return False
+
+
 def _after_noun_marker(text: str, toks: list[_Tok], i: int) -> bool:
     """Whether token ``i`` follows an indefinite article ("einer Tom"): then it is a common noun."""
     return i > 0 and toks[i - 1].text.lower() in _NOUN_MARKERS and _adjacent(text, toks[i - 1], toks[i])
@@ -577,8 +610,11 @@ def _latin_persons(text: str) -> list[PiiFinding]:
             return
         for k in range(i, j):
             used[k] = True
-        if not _blocked(text, toks, i, j):
-            out.append(_make("person", text, toks[i].start, toks[j - 1].end, method, conf))
+        if _blocked(text, toks, i, j):
+            return
+        if method in _LIST_METHODS and _place_or_org(text, toks, i, j, method, lex):
+            return
+        out.append(_make("person", text, toks[i].start, toks[j - 1].end, method, conf))
 
     for i, j, method, conf in _cue_spans(text, toks, lex):
         emit(i, j, method, conf)
