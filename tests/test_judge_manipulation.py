@@ -181,3 +181,12 @@ def test_evaluated_must_name_input_fields(tmp_path: Path) -> None:
     (dst / "judge.yaml").write_text(meta.replace("evaluated: [generated_definition]", "evaluated: [answer]"), "utf-8")
     with pytest.raises(JudgeFileError, match=r"rag_operator/judge\.yaml: evaluated: expected a list of input fields"):
         JudgeRegistry.load([tmp_path / "judges"])
+
+
+async def test_review_categories_name_the_manipulation_rules() -> None:
+    from bqas.review.categories import categories_of
+
+    engine = _engine()
+    result = await engine.evaluate("rag_operator", {**OPERATOR, "generated_definition": STUFFED}, response_id="e")
+    cats = categories_of(result.to_record(), default_registry())
+    assert {"manipulation:role_marker", "manipulation:ignore_instructions"} <= set(cats)

@@ -50,9 +50,15 @@ def test_pii_fails_and_is_named_in_the_note() -> None:
 
 
 def test_lone_surname_is_reported_but_does_not_gate() -> None:
-    result = get_method("pii_gate")({"text": "Hauptstadt von Spanien? – Madrid."}, OfflineContext(language="de"))
+    result = get_method("pii_gate")({"text": "Das hat Kolb gestern gesagt."}, OfflineContext(language="de"))
     assert result.value == "pass"
-    assert result.note is not None and "possible names" in result.note and "Madrid" in result.note
+    assert result.note is not None and "possible names" in result.note and "Kolb" in result.note
+
+
+def test_a_surname_that_is_a_big_city_is_no_name() -> None:
+    # "Madrid" is a listed surname and a city of 3 million (GeoNames gazetteer): not even a weak finding.
+    result = get_method("pii_gate")({"text": "Hauptstadt von Spanien? – Madrid."}, OfflineContext(language="de"))
+    assert result.value == "pass" and result.note is None
 
 
 def test_empty_answer_passes_with_a_note() -> None:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 _MANIPULATION = re.compile(r"judge manipulation \(([^)]+)\)")
+_ENGINE_MANIPULATION = re.compile(r"judge manipulation in \S+ \(([^)]+)\)")
 _UNSCORED = {
     "llm unavailable": "llm_unavailable",
     "llmerror": "llm_unavailable",
@@ -94,6 +95,10 @@ def categories_of(record: Mapping[str, Any], registry: JudgeRegistry | None = No
         if text.startswith("disagreement: "):
             dim = text.removeprefix("disagreement: ").split(":", 1)[0]
             out.setdefault(f"disagreement:{slug(dim, 60)}", text[:300])
+        found = _ENGINE_MANIPULATION.match(text)
+        if found:  # bqas.judging.manipulation: "judge manipulation in <field> (<rule>, <rule>)"
+            for rule in found.group(1).split(", "):
+                out.setdefault(f"manipulation:{slug(rule, 60)}", text[:300])
     if record.get("status") == "unscored":
         reason = str(record.get("unscored_reason") or "unknown")
         out.setdefault(f"unscored:{_unscored(reason)}", reason[:300])
