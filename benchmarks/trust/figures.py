@@ -81,7 +81,11 @@ def main() -> None:
     parser.add_argument("--features", type=Path, default=Path("/tmp/bqas-trust/features"))
     parser.add_argument("--splits", type=int, default=50)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--markdown", type=Path, default=None, help="print the docs table of a --json file")
     args = parser.parse_args()
+    if args.markdown is not None:
+        print(markdown(json.loads(args.markdown.read_text(encoding="utf-8"))))
+        return
     data = {s: _load(args.features / f"{s}.jsonl") for s in SETS if (args.features / f"{s}.jsonl").exists()}
     groups: list[tuple[str, str, list[dict]]] = []
     for name, rows in data.items():
@@ -136,6 +140,26 @@ def main() -> None:
             )
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+
+
+def markdown(rows: list[dict]) -> str:
+    """The table of docs/calibration.md from the JSON rows (``--markdown FILE.json``)."""
+
+    def cell(v: dict) -> str:
+        return (
+            f"{v['coverage']:.1%} · {v['fnr']:.1%} / {v['fpr']:.1%} · {v['fnr_violated']:.0%} / {v['fpr_violated']:.0%}"
+        )
+
+    out = [
+        "| set | p_reject score | n (rejects) | ROC-AUC | FNR ≤ 2 %, FPR ≤ 5 % | FNR ≤ 5 %, FPR ≤ 5 % | FNR ≤ 10 %, FPR ≤ 10 % |",
+        "|---|---|---:|---:|---|---|---|",
+    ]
+    for r in rows:
+        kind = r["score"] + (" (in-sample)" if r["in_sample"] else "")
+        auc = "—" if r["roc_auc"] is None else f"{r['roc_auc']:.3f}"
+        cells = " | ".join(cell(v) for v in r["targets"].values())
+        out.append(f"| {r['set']} | {kind} | {r['n']} ({r['rejects']}) | {auc} | {cells} |")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
