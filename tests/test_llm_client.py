@@ -122,6 +122,37 @@ async def test_cache_serves_repeats_and_never_stores_rejected_replies(
     assert len(scripted_llm.requests) == 2
 
 
+async def test_cache_sqlite_io_runs_off_the_event_loop(
+    scripted_llm: ScriptedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite reads, writes and commits on the loop stalled every other request (issue 15).
+    import threading
+
+    from bqas.llm.cache import ResponseCache
+
+    threads: list[tuple[str, int]] = []
+    real_get, real_put = ResponseCache.get, ResponseCache.put
+
+    def get(self: ResponseCache, key: str) -> object:
+        threads.append(("get", threading.get_ident()))
+        return real_get(self, key)
+
+    def put(self: ResponseCache, key: str, reply: object) -> None:
+        threads.append(("put", threading.get_ident()))
+        real_put(self, key, reply)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ResponseCache, "get", get)
+    monkeypatch.setattr(ResponseCache, "put", put)
+    scripted_llm.push(Reply(content='{"a": 1}'))
+    loop_thread = threading.get_ident()
+    async with _client(scripted_llm, cache_path=tmp_path / "c.sqlite") as client:
+        first = await client.complete(MESSAGES, schema=SCHEMA)
+        second = await client.complete(MESSAGES, schema=SCHEMA)
+    assert not first.cache_hit and second.cache_hit and second.text == '{"a": 1}'
+    assert [op for op, _ in threads] == ["get", "put", "get"]
+    assert all(ident != loop_thread for _, ident in threads)
+
+
 async def test_concurrency_limit_is_respected() -> None:
     with ScriptedLLM(default=Reply(content="{}"), latency=0.2) as server:
         async with _client(server, concurrency=2) as client:

@@ -305,19 +305,26 @@ class LLMClient:
         if self.cache is not None:
             # The key hashes the messages and the schema: only worth computing when a cache is in use.
             shape = {"temperature": params["temperature"], "max_tokens": params.get("max_tokens"), "schema": schema}
-            key = cache_key(self.config.model, messages, shape)
-            if use_cache and (top_logprobs is None or cache_first):
-                hit = self.cache.get(key)
-                if hit is not None:
-                    self.usage.cache_hits += 1
-                    return Completion(hit.text, hit.model, 0, 0, calls=0, cache_hit=True, mode=self.mode or "prompt")
+            lookup = use_cache and (top_logprobs is None or cache_first)
+            # Hashing and SQLite I/O in a thread, off the event loop (to_thread keeps CACHE_SCOPE).
+            key, hit = await asyncio.to_thread(self._cache_lookup, self.cache, messages, shape, lookup)
+            if hit is not None:
+                self.usage.cache_hits += 1
+                return Completion(hit.text, hit.model, 0, 0, calls=0, cache_hit=True, mode=self.mode or "prompt")
         completion = (await self._complete_uncached(messages, schema, schema_name, params))[0]
         if self.cache is not None and key is not None and (accept is None or accept(completion.text)):
-            self.cache.put(
-                key,
-                CachedReply(completion.text, completion.model, completion.prompt_tokens, completion.completion_tokens),
+            reply = CachedReply(
+                completion.text, completion.model, completion.prompt_tokens, completion.completion_tokens
             )
+            await asyncio.to_thread(self.cache.put, key, reply)
         return completion
+
+    def _cache_lookup(
+        self, cache: ResponseCache, messages: list[dict[str, str]], shape: dict[str, Any], lookup: bool
+    ) -> tuple[str, CachedReply | None]:
+        """(cache key, cached reply or None); runs in a worker thread."""
+        key = cache_key(self.config.model, messages, shape)
+        return key, cache.get(key) if lookup else None
 
     async def sample(
         self,
