@@ -27,12 +27,21 @@ def test_score_stdin_offline_prints_a_result_record(bqas_home: Path) -> None:
     assert rec["verdict"] in ("production_ready", "needs_review", "failed")
 
 
+def test_score_loads_models_before_the_clock_and_says_so(bqas_home: Path) -> None:
+    # One `bqas score` reported the model load (6,248 ms) as the judgment's latency_ms (issue 18).
+    result = CliRunner().invoke(app, ["score", "-j", "voice", "--backend", "offline", "-"], input=json.dumps(SAMPLE))
+    assert result.exit_code == 0, result.output
+    assert "loaded the offline models in" in result.stderr and "not counted in latency_ms" in result.stderr
+    rec = json.loads(result.stdout.strip().splitlines()[-1])
+    assert isinstance(rec["latency_ms"], float)
+
+
 def test_score_jsonl_file(tmp_path: Path, bqas_home: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_text("\n".join(json.dumps({**SAMPLE, "id": f"a{i}"}) for i in range(3)), encoding="utf-8")
     result = CliRunner().invoke(app, ["score", str(path), "--backend", "offline"])
     assert result.exit_code == 0, result.output
-    assert [json.loads(line)["response_id"] for line in result.output.strip().splitlines()] == ["a0", "a1", "a2"]
+    assert [json.loads(line)["response_id"] for line in result.stdout.strip().splitlines()] == ["a0", "a1", "a2"]
 
 
 def test_bad_input_exits_2_naming_line_and_field(tmp_path: Path, bqas_home: Path) -> None:

@@ -323,3 +323,39 @@ def test_server_default_judge_language_comes_from_settings(tmp_path: Path, monke
         body["judge_language"] = "en"
         assert httpx.post(f"{svc.url}/api/score", json=body, headers=_auth(svc.key_a)).status_code == 200
     assert seen == ["zh", "en"]
+
+
+def test_service_is_healthy_while_models_load_and_says_when_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The models loaded before the server answered: `bqas serve` was silent and unhealthy for 6-25 s
+    # (issues 15 and 18). Now /healthz answers at once and says "loading" until they are loaded.
+    import threading
+
+    import bqas.service.app as app_module
+    from bqas.judging.offline import OfflineJudge
+
+    release = threading.Event()
+    real_load = OfflineJudge.load
+
+    def slow_load(self: OfflineJudge) -> float:
+        release.wait(20)
+        return real_load(self)
+
+    monkeypatch.setattr(OfflineJudge, "load", slow_load)
+    monkeypatch.setattr(app_module, "warm_up_memory", lambda: release.wait(20))
+    svc = _start(tmp_path)
+    service = next(svc)
+    try:
+        health = httpx.get(f"{service.url}/healthz").json()
+        assert health["status"] == "ok" and health["models"] == "loading"
+        release.set()
+        deadline = time.monotonic() + 20
+        while httpx.get(f"{service.url}/healthz").json()["models"] != "ready":
+            assert time.monotonic() < deadline, "models never became ready"
+            time.sleep(0.05)
+        answer = httpx.post(f"{service.url}/api/score", json=RAG, headers=_auth(service.key_a))
+        assert answer.status_code == 200
+    finally:
+        release.set()
+        svc.close()

@@ -115,6 +115,12 @@ def run_score(
     except (ValueError, KeyError) as exc:
         typer.echo(f"error: {str(exc).strip(chr(34))}", err=True)
         raise typer.Exit(2) from None
+    if engine.offline.loaded:
+        typer.echo(
+            f"loaded the offline models in {engine.offline.load_seconds:.1f} s before judging"
+            " (not counted in latency_ms)",
+            err=True,
+        )
     for record in records:
         typer.echo(json.dumps(record, ensure_ascii=False))
     from bqas.runner.summary import unscored_gate

@@ -59,6 +59,11 @@ def serve(
 
     Example: bqas keys create acme && bqas serve --host 0.0.0.0 --port 8080 --public-url https://bqas.example.org
     """
+    import time
+
+    # Say what happens while it starts: imports, the store and the model load take seconds on a slow disk.
+    started = time.perf_counter()
+    typer.echo("bqas serve: starting (loading the service) …", err=True)
     import uvicorn
 
     from bqas.service.app import create_app
@@ -67,10 +72,16 @@ def serve(
     service = _service_settings(backend)
     assert isinstance(service, ServiceSettings)
     url = public_url or service.public_url or f"http://{host}:{port}"
+    typer.echo("bqas serve: opening the store and checking its schema …", err=True)
     try:
         app = create_app(service=service, run_worker=not no_worker, public_url=url)
     except ValueError as exc:
         raise _fail(str(exc)) from None
+    typer.echo(
+        f"bqas serve: ready to listen on http://{host}:{port} after {time.perf_counter() - started:.1f} s;"
+        " the models load in the background (/healthz says models: ready when done)",
+        err=True,
+    )
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, timeout_graceful_shutdown=5)
 
 

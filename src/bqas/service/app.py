@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 import secrets
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -24,6 +26,7 @@ from fastapi_offline import FastAPIOffline
 from bqas import __version__
 from bqas.auth.keys import Authenticator
 from bqas.auth.throttle import FailureThrottle
+from bqas.judging.workers import run_cpu
 from bqas.review.memory import embedder as memory_embedder
 from bqas.review.settings import get_review_settings
 from bqas.review.web import review_router
@@ -48,6 +51,8 @@ from bqas.store.db import Store, open_store
 from bqas.store.service import get_job, ping
 
 DOCS_STATIC = "/docs/static"
+log = logging.getLogger("uvicorn.error")  # shown by uvicorn at the default log level
+
 AUTH_HELP = "Send your API key as `Authorization: Bearer <key>` (or in the `X-API-Key` header)."
 
 
@@ -71,6 +76,8 @@ class ServiceState:
     default_judge_language: str
     review: bool = True
     feed: ReviewFeed | None = None
+    # "loading" until the offline models are loaded at start-up, then "ready" (or "error: …").
+    models: str = "loading"
 
 
 bearer_scheme = HTTPBearer(auto_error=False, description=AUTH_HELP, scheme_name="bearerAuth")
@@ -182,21 +189,40 @@ def create_app(
         review=review,
     )
 
+    async def load_models() -> None:
+        """Load the offline judge's models in the worker pool while the server already answers."""
+        started = time.perf_counter()
+        try:
+            engine = scorer.engine(service.service_backend)
+            await run_cpu(engine.offline.load)
+            if review:
+                await run_in_threadpool(warm_up_memory)  # the memory's backend (the same model by default)
+        except Exception as exc:  # requests still load lazily; /healthz says what went wrong
+            state.models = f"error: {type(exc).__name__}: {exc}"[:300]
+            log.error("bqas serve: loading the models failed: %s", exc)
+            return
+        # Long-lived objects (judges, lexicons, the embedding model) go to the permanent generation, so
+        # the collector's full passes stay short and do not show up as latency spikes.
+        gc.collect()
+        gc.freeze()
+        state.models = "ready"
+        log.info("bqas serve: models ready in %.1f s (/healthz says models: ready)", time.perf_counter() - started)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()
         task = asyncio.create_task(worker.run(stop)) if worker is not None else None
-        # Long-lived objects (judges, lexicons, the embedding model) go to the permanent generation, so
-        # the collector's full passes stay short and do not show up as latency spikes.
-        if review:  # load the embedding model now, not on the first request
-            await run_in_threadpool(warm_up_memory)
+        if review:
             state.feed = ReviewFeed(store)
             state.feed.start()
-        gc.collect()
-        gc.freeze()
+        # In the background: the server is healthy at once and says on /healthz when the models are loaded
+        # (a request that comes earlier waits for the load instead of loading a second copy).
+        log.info("bqas serve: loading the models in the background")
+        loader = asyncio.create_task(load_models())
         try:
             yield
         finally:
+            loader.cancel()
             stop.set()
             if worker is not None:
                 worker.wake()
@@ -330,9 +356,14 @@ def create_app(
         try:
             await run_in_threadpool(ping, state.store)
         except Exception as exc:
-            health = Health(status="error", database=f"unreachable: {type(exc).__name__}", version=__version__)
+            health = Health(
+                status="error",
+                database=f"unreachable: {type(exc).__name__}",
+                version=__version__,
+                models=state.models,
+            )
             return JSONResponse(status_code=503, content=health.model_dump())
-        return JSONResponse(Health(status="ok", database="ok", version=__version__).model_dump())
+        return JSONResponse(Health(status="ok", database="ok", version=__version__, models=state.models).model_dump())
 
     @app.get("/metrics", operation_id="metrics", include_in_schema=False)
     async def prometheus_metrics() -> Response:

@@ -197,3 +197,5 @@ class Health(BaseModel):
     status: str
     database: str
     version: str
+    # "loading" while the offline models load at start-up (requests then wait for them), "ready" after.
+    models: str = "ready"
