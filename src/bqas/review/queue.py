@@ -1,7 +1,9 @@
 """The per-tenant review queue: escalated judgments in, human decisions (gold labels) out.
 
-Statuses: ``open`` (waiting), ``reviewed`` (a person set the verdict and labels: a gold label) and
-``dismissed`` (looked at, no label). An item is unique per tenant + source + response id + judge, so
+Statuses: ``open`` (waiting), ``reviewed`` (a person set the verdict and labels: a gold label),
+``dismissed`` (looked at, no label) and ``duplicate`` (settled by the decision on another item of its
+group: the same sample content, judge and configuration escalated by another run; the queue shows
+each group once). An item is unique per tenant + source + response id + judge, so
 enqueueing the same results twice (a resumed run, a retried job) adds nothing.
 """
 
@@ -12,7 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import String, and_, cast, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from bqas.review.labels import confirmed_form_values, human_composite, label_fields, parse_labels, spec_for
@@ -49,6 +51,7 @@ class ItemView:
     human_values: dict[str, Any] | None
     human_composite: float | None
     comment: str | None
+    group_key: str | None = None
 
 
 _FIELDS = [f.name for f in fields(ItemView)]
@@ -56,6 +59,25 @@ _FIELDS = [f.name for f in fields(ItemView)]
 
 def _view(row: ReviewItem) -> ItemView:
     return ItemView(**{name: getattr(row, name) for name in _FIELDS})
+
+
+def group_key(record: Mapping[str, Any], inputs: Any) -> str:
+    """The review group of a record: the same sample (id and content), judge and configuration (backend,
+    model, language) give the same key, whichever run or job escalated it. The sample id is part of it so
+    that two different samples that happen to share a text stay two items."""
+    import hashlib
+    import json
+
+    parts = [
+        record.get("response_id"),
+        record.get("judge"),
+        inputs,
+        record.get("backend"),
+        record.get("model"),
+        record.get("language"),
+    ]
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def item_rows(
@@ -89,6 +111,7 @@ def item_rows(
                 "record": dict(rec),
                 "inputs": inputs,
                 "at": record_time(rec, now),
+                "group_key": group_key(rec, inputs),
             }
         )
     return rows
@@ -104,7 +127,25 @@ def insert_items(store: Store, session: Session, rows: list[dict[str, Any]]) -> 
         .on_conflict_do_nothing(index_elements=["tenant", "source", "response_id", "judge"])
         .returning(ReviewItem.id)
     )
-    return len(session.execute(stmt).all())
+    added = len(session.execute(stmt).all())
+    for tenant in sorted({str(r["tenant"]) for r in rows}) if added else []:
+        keys = sorted({str(r["group_key"]) for r in rows if r.get("group_key") and r["tenant"] == tenant})
+        # A sample whose group a person already decided (another run's item) needs no second decision.
+        settled = (
+            select(ReviewItem.group_key)
+            .where(
+                ReviewItem.tenant == tenant,
+                ReviewItem.group_key.in_(keys),
+                ReviewItem.status.in_(("reviewed", "dismissed")),
+            )
+            .scalar_subquery()
+        )
+        session.execute(
+            update(ReviewItem)
+            .where(ReviewItem.tenant == tenant, ReviewItem.status == "open", ReviewItem.group_key.in_(settled))
+            .values(status="duplicate")
+        )
+    return added
 
 
 def enqueue_escalations(
@@ -139,6 +180,7 @@ class ItemFilter:
     status: str | None = "open"
     since: float | None = None  # epoch seconds, inclusive
     until: float | None = None  # epoch seconds, exclusive
+    source: str | None = None  # the run (or job) that escalated the item
 
     def clauses(self, tenant: str) -> list[Any]:
         out: list[Any] = [ReviewItem.tenant == tenant]
@@ -154,7 +196,19 @@ class ItemFilter:
             out.append(ReviewItem.at >= self.since)
         if self.until is not None:
             out.append(ReviewItem.at < self.until)
+        if self.source:
+            out.append(ReviewItem.source == self.source)
         return out
+
+
+def _grouping() -> Any:
+    # Items queued before groups existed (no key) are groups of their own.
+    return func.coalesce(ReviewItem.group_key, cast(ReviewItem.id, String))
+
+
+def _representatives(where: list[Any]) -> Any:
+    """Ids of the newest item of each group under the filter: the queue shows a group once."""
+    return select(func.max(ReviewItem.id)).where(*where).group_by(_grouping())
 
 
 # Queue order: newest first, id as tie-breaker (stable paging and next/previous).
@@ -166,10 +220,47 @@ def list_items(
 ) -> tuple[list[ItemView], int]:
     """One page of the tenant's queue under ``flt`` and the total count."""
     where = flt.clauses(tenant)
+    shown = [*where, ReviewItem.id.in_(_representatives(where))]
     with store.session() as s:
-        total = int(s.scalar(select(func.count(ReviewItem.id)).where(*where)) or 0)
-        rows = s.scalars(select(ReviewItem).where(*where).order_by(*_ORDER).offset(offset).limit(limit)).all()
+        total = int(s.scalar(select(func.count(ReviewItem.id)).where(*shown)) or 0)
+        rows = s.scalars(select(ReviewItem).where(*shown).order_by(*_ORDER).offset(offset).limit(limit)).all()
         return [_view(r) for r in rows], total
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    """One item of a review group: which run (and scenario) escalated it, and its status."""
+
+    id: int
+    source: str
+    scenario: str | None
+    status: str
+
+
+def group_members(store: Store, tenant: str, items: Sequence[ItemView]) -> dict[int, list[GroupMember]]:
+    """For each item, the items of its group (itself included), oldest first, with their run's scenario."""
+    from bqas.store.models import Run
+
+    keys = sorted({i.group_key for i in items if i.group_key})
+    with store.session() as s:
+        rows = (
+            s.execute(
+                select(ReviewItem.id, ReviewItem.group_key, ReviewItem.source, ReviewItem.status)
+                .where(ReviewItem.tenant == tenant, ReviewItem.group_key.in_(keys))
+                .order_by(ReviewItem.id)
+            ).all()
+            if keys
+            else []
+        )
+        sources = sorted({str(r[2]) for r in rows} | {i.source for i in items})
+        scenarios = dict(s.execute(select(Run.id, Run.scenario).where(Run.id.in_(sources))).all()) if sources else {}
+    by_key: dict[str, list[GroupMember]] = {}
+    for rid, key, source, status in rows:
+        by_key.setdefault(str(key), []).append(GroupMember(int(rid), str(source), scenarios.get(source), str(status)))
+    return {
+        i.id: by_key.get(i.group_key or "", []) or [GroupMember(i.id, i.source, scenarios.get(i.source), i.status)]
+        for i in items
+    }
 
 
 def get_item(store: Store, tenant: str, item_id: int) -> ItemView | None:
@@ -182,6 +273,7 @@ def get_item(store: Store, tenant: str, item_id: int) -> ItemView | None:
 def adjacent_ids(store: Store, tenant: str, item: ItemView, flt: ItemFilter) -> tuple[int | None, int | None]:
     """(previous, next) item ids around ``item`` in queue order under ``flt``."""
     where = flt.clauses(tenant)
+    where = [*where, ReviewItem.id.in_(_representatives(where))]
     newer = or_(ReviewItem.at > item.at, and_(ReviewItem.at == item.at, ReviewItem.id > item.id))
     older = or_(ReviewItem.at < item.at, and_(ReviewItem.at == item.at, ReviewItem.id < item.id))
     with store.session() as s:
@@ -203,6 +295,14 @@ def facets(store: Store, tenant: str) -> dict[str, list[str]]:
         ):
             values = s.scalars(select(column).where(ReviewItem.tenant == tenant).distinct()).all()
             out[name] = sorted(str(v) for v in values if v)
+        newest = (
+            select(ReviewItem.source, func.max(ReviewItem.at).label("last"))
+            .where(ReviewItem.tenant == tenant)
+            .group_by(ReviewItem.source)
+            .order_by(func.max(ReviewItem.at).desc())
+            .limit(100)
+        )
+        out["run"] = [str(row[0]) for row in s.execute(newest).all()]
     return out
 
 
@@ -282,8 +382,25 @@ def submit_review(
                 comment=comment,
             )
         )
+        _settle_group(s, item, reviewer, now)
         _remember(store, s, item, human_verdict, values, composite, now)
     return get_item(store, tenant, item_id)
+
+
+def _settle_group(s: Session, item: ItemView, reviewer: str | None, now: float) -> None:
+    """The other open items of the item's group (other runs of the same sample) need no decision now."""
+    if not item.group_key:
+        return
+    s.execute(
+        update(ReviewItem)
+        .where(
+            ReviewItem.tenant == item.tenant,
+            ReviewItem.group_key == item.group_key,
+            ReviewItem.status == "open",
+            ReviewItem.id != item.id,
+        )
+        .values(status="duplicate", reviewed_at=now, reviewer=reviewer)
+    )
 
 
 def _remember(
@@ -356,6 +473,7 @@ def dismiss_item(store: Store, tenant: str, item_id: int, reviewer: str | None) 
         # A dismissed item is no gold label: take a human value it had out of the memory again.
         item = s.get(ReviewItem, item_id)
         assert item is not None
+        _settle_group(s, _view(item), reviewer, time.time())
         s.execute(
             update(Judgment)
             .where(Judgment.review_item_id == item_id, Judgment.tenant == tenant)

@@ -17,7 +17,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 from bqas.privacy import RedactedId, RedactedJSON, RedactedText
 from bqas.store.models import Base
 
-ITEM_STATUSES: tuple[str, ...] = ("open", "reviewed", "dismissed")
+# ``duplicate``: settled by the decision on another item of its group (same sample, judge, configuration).
+ITEM_STATUSES: tuple[str, ...] = ("open", "reviewed", "dismissed", "duplicate")
 
 
 class ReviewItem(Base):
@@ -27,6 +28,7 @@ class ReviewItem(Base):
     __table_args__ = (
         UniqueConstraint("tenant", "source", "response_id", "judge", name="uq_review_items_key"),
         Index("ix_review_items_tenant_status_at", "tenant", "status", "at"),
+        Index("ix_review_items_tenant_group", "tenant", "group_key"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -48,6 +50,9 @@ class ReviewItem(Base):
     human_values: Mapped[dict[str, Any] | None] = mapped_column(RedactedJSON, nullable=True)
     human_composite: Mapped[float | None] = mapped_column(Float, nullable=True)
     comment: Mapped[str | None] = mapped_column(RedactedText, nullable=True)
+    # sha256 of (sample id, judge, inputs, backend, model, language): the same sample escalated by several runs
+    # shares it (migration 0005; NULL for items queued before, each its own group).
+    group_key: Mapped[str | None] = mapped_column(String(64), nullable=True, default=None)
 
 
 class Judgment(Base):

@@ -1,7 +1,7 @@
 """The review page: a FastAPI router with server-rendered HTML (Jinja2, autoescape) and one small JS file.
 
 Mount it into the service app with ``app.include_router(review_router(store, auth))``. Pages:
-``/review/login``, ``/review/queue`` (filters: judge, verdict, language, status, from, to),
+``/review/login``, ``/review/queue`` (filters: judge, verdict, language, status, from, to, run),
 ``/review/items/{id}`` (inputs, scores with provenance, reasoning, why escalated, the review form),
 ``/review/static/review.js`` (keyboard shortcuts). Forms are URL-encoded and parsed here (no
 multipart dependency); every POST checks the session's CSRF token.
@@ -35,6 +35,7 @@ from bqas.review.queue import (
     dismiss_item,
     facets,
     get_item,
+    group_members,
     list_items,
     status_counts,
     submit_review,
@@ -57,7 +58,7 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
-FILTER_KEYS: tuple[str, ...] = ("judge", "verdict", "language", "status", "from", "to")
+FILTER_KEYS: tuple[str, ...] = ("judge", "verdict", "language", "status", "from", "to", "run")
 
 
 @cache
@@ -119,6 +120,7 @@ def parse_filter(params: Mapping[str, str]) -> tuple[ItemFilter, dict[str, str]]
         status=None if status == "any" else status,
         since=since,
         until=until + 86400 if until is not None else None,
+        source=values["run"] or None,
     )
     return flt, values
 
@@ -285,6 +287,7 @@ def review_router(
             "queue.html",
             session=session,
             items=items,
+            groups=group_members(store, session.tenant, items),
             total=total,
             page=page,
             pages=max(1, -(-total // PAGE_SIZE)),
@@ -349,6 +352,7 @@ def review_router(
             status,
             session=session,
             item=item,
+            group=group_members(store, session.tenant, [item])[item.id],
             spec=spec,
             dims=dims or {},
             fields=fields,
@@ -393,7 +397,6 @@ def review_router(
         item = get_item(store, session.tenant, item_id)
         if item is None:
             return not_found(session)
-        _prev, next_id = adjacent_ids(store, session.tenant, item, flt)
         if form.get("action") == "dismiss":
             dismiss_item(store, session.tenant, item_id, session.key_prefix)
         else:
@@ -412,6 +415,8 @@ def review_router(
                 )
             except ReviewError as exc:
                 return item_view(session, item_id, flt, values, errors=exc.errors, submitted=form, status=400)
+        # After the decision: the item's group siblings are settled now and no longer "next".
+        _prev, next_id = adjacent_ids(store, session.tenant, item, flt)
         query = _query(values)
         sep = "&" if query else ""
         if next_id is not None:
