@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from bqas.cli.main import app as cli
 from bqas.privacy import enable_redaction, redact, redact_id
+from bqas.review.queue import ItemFilter, list_items, submit_review
 from bqas.review.settings import get_review_settings
 from bqas.service.app import create_app
 from bqas.service.config import ServiceSettings
@@ -112,6 +113,15 @@ def test_nothing_stored_or_logged_contains_planted_pii(
         answer = httpx.post(f"{url}/api/score", json=sync, headers=headers)
         assert answer.status_code == 200, answer.text
         assert answer.json()[0]["escalation"]  # the live answer is the caller's own data: not masked
+        rag = {
+            "question": f"Welche Noten hat die Schülerin mit der Adresse {EMAIL2}?",
+            "answer": ANSWER,
+            "contexts": [f"Kontakt: {EMAIL}, Tel. {PHONE}", f"Konto IBAN {IBAN}"],
+            "judges": ["rag_privacy", "rag_hallucination"],
+            "backend": "auto",
+            "response_id": f"rag {EMAIL}",
+        }
+        assert httpx.post(f"{url}/api/score", json=rag, headers=headers).status_code == 200
         keyed = {**SAMPLE, EMAIL2: "a sample key holding an e-mail"}
         body = {"sample": keyed, "judges": ["voice"], "backend": "auto", "response_id": f"async Tel. {PHONE}"}
         job = _wait(url, headers, httpx.post(f"{url}/api/score/async", json=body, headers=headers).json()["job_id"])
@@ -133,6 +143,12 @@ def test_nothing_stored_or_logged_contains_planted_pii(
     result = CliRunner().invoke(cli, ["run", str(tmp_path / "s.yaml"), "--no-progress", "--out", str(tmp_path / "o")])
     assert result.exit_code in (0, 1), result.output
 
+    # A reviewer's comment quoting the PII is masked too.
+    item = list_items(store, "school-17", ItemFilter())[0][0]
+    submit_review(
+        store, "school-17", item.id, verdict="failed", raw_values={}, comment=f"leaks {EMAIL}", reviewer="key:x"
+    )
+
     database = _dump(bqas_home / "bqas.sqlite")
     caches = list(bqas_home.rglob("*cache*.sqlite"))
     assert caches, "the LLM cache was not used"
@@ -141,7 +157,8 @@ def test_nothing_stored_or_logged_contains_planted_pii(
     # The dumps are real: the masked rows are there.
     for table in ("review_items", "review_judgments", "review_categories", "review_alerts", "results"):
         assert f'INSERT INTO "{table}"' in database, table
-    assert "[EMAIL]" in database and "[PHONE]" in database and "[EMAIL]" in cache
+    assert "[EMAIL]" in database and "[PHONE]" in database and "[IBAN]" in database and "[EMAIL]" in cache
+    assert "leaks [EMAIL]" in database  # the comment was stored, masked
     assert "new error category" in logs and "[EMAIL]" in logs
     assert redacting.requests, "the LLM was not asked"
     assert _hits(database) == [] and _hits(cache) == [] and _hits(logs) == []
