@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from sqlalchemy import JSON, String, Text
@@ -56,8 +56,12 @@ def enable_redaction(enabled: bool | None = True) -> None:
     _from_environment.cache_clear()
 
 
+@lru_cache(maxsize=4096)
 def redact_text(text: str) -> str:
-    """``text`` with every PII finding (de, en and zh rules) masked."""
+    """``text`` with every PII finding (de, en and zh rules) masked.
+
+    Cached: the same inputs are written several times (the record's ``inputs``, the queue item's
+    ``inputs``, one result per judge), and detection is the expensive part (benchmarks/bench_redaction.py)."""
     from bqas.offline.pii import detect_pii, mask_pii
 
     for language in LANGUAGES:
