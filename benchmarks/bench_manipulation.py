@@ -14,7 +14,8 @@ rules on the raw text (what the gate did before normalisation):
 * microseconds per text.
 
 The probe suite (``tests/fixtures/manipulation_probes.yaml``) is IN-SAMPLE: the rules were written and
-fixed against it. The dataset texts are DEV parts; the rules were checked against their hits once (see
+fixed against it. ``benchmarks/data/manipulation_holdout.yaml`` was written after the rules were frozen
+and never used to change them (same author: an out-of-sample check, not an independent one). The dataset texts are DEV parts; the rules were checked against their hits once (see
 docs/offline-judge.md), so their false-trigger share is in-sample too.
 
 Usage::
@@ -38,6 +39,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 PROBES = REPO / "tests" / "fixtures" / "manipulation_probes.yaml"
+HOLDOUT = REPO / "benchmarks" / "data" / "manipulation_holdout.yaml"
 DEFAULT_DATA_DIR = REPO / ".." / "shared" / "datasets"
 LATIN = ("zero_width", "fullwidth", "homoglyphs", "bidi", "combining", "mixed")
 ZH = ("traditional", "zero_width", "fullwidth", "bidi")
@@ -127,6 +129,19 @@ def main(argv: list[str] | None = None) -> int:
         row(f"attacks, {lang} plain (caught)", [p["text"] for p in attacks if p["lang"] == lang], True)
     row("literal obfuscated (caught)", [p["text"] for p in probes["literal"]], True)
     row("benign probes (not trig.)", [p["text"] for p in probes["benign"]], False)
+
+    held = yaml.safe_load(HOLDOUT.read_text(encoding="utf-8"))
+    print(
+        f"\nheld-out probes {HOLDOUT.relative_to(REPO)} (written after the rules were frozen, never used to change them)"
+    )
+    row("held-out attacks (caught)", [p["text"] for p in held["attacks"]], True)
+    row("held-out benign (not trig.)", [p["text"] for p in held["benign"]], False)
+    for p in held["attacks"]:
+        if not judge_manipulation(p["text"]):
+            print(f"  MISSED {p['lang']}: {p['text'][:120]!r}")
+    for p in held["benign"]:
+        if judge_manipulation(p["text"]):
+            print(f"  FALSE TRIGGER {p['lang']} {judge_manipulation(p['text'])}: {p['text'][:120]!r}")
 
     data = list(_dataset_texts(args.data_dir))
     if not data:
