@@ -212,9 +212,11 @@ async def test_negotiated_format_survives_a_timeout() -> None:
     assert kinds == ["json_schema", "json_object", "json_object"] and after.calls == 1
 
 
-async def test_max_tokens_per_call_overrides_the_configuration(scripted_llm: ScriptedLLM) -> None:
+async def test_max_tokens_from_the_caller_unless_configured(scripted_llm: ScriptedLLM) -> None:
     scripted_llm.default = Reply(content='{"a": 1}')
-    async with _client(scripted_llm, max_tokens=900) as client:
-        await client.complete(MESSAGES)
+    async with _client(scripted_llm) as client:
         await client.complete(MESSAGES, max_tokens=300)
-    assert [r["max_tokens"] for r in scripted_llm.requests] == [900, 300]
+    async with _client(scripted_llm, max_tokens=900) as client:
+        await client.complete(MESSAGES, max_tokens=300)
+        await client.complete(MESSAGES)
+    assert [r["max_tokens"] for r in scripted_llm.requests] == [300, 900, 900]

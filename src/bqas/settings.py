@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     llm_timeout: float = 60.0
     llm_max_retries: int = 4
     llm_concurrency: int = 16
+    # Most tokens per LLM reply for every judge (unset: each judge's max_tokens from judge.yaml).
+    llm_max_tokens: int | None = Field(default=None, ge=1)
     structured_output: StructuredMode = "auto"
     llm_cache: bool = True
     # The most bytes of one LLM answer that are read, stored and cached (a runaway reply is refused).

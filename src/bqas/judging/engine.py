@@ -242,6 +242,7 @@ class JudgeEngine:
                     accept=valid,
                     top_logprobs=self.options.top_logprobs if self.options.llm_confidence == "logprobs" else None,
                     cache_first=True,
+                    max_tokens=spec.max_tokens,
                 )
             except LLMError as exc:
                 # Every request sent counts, also those that timed out or failed (the cost is real).
@@ -268,6 +269,15 @@ class JudgeEngine:
                     )
                 return outcome.data
             result.errors.append(f"attempt {attempt}: invalid reply: {'; '.join(outcome.errors)}")
+            if completion.finish_reason == "length":
+                # Asking again under the same limit would be cut off again (and cost as much): say what to do.
+                limit = self.llm.config.max_tokens or spec.max_tokens
+                result.unscored_reason = (
+                    f"the judge's reply was cut off at the token limit ({limit or 'the server default'}) before "
+                    f"it was complete: raise max_tokens of judge {spec.name} (policy file: "
+                    f"judges.{spec.name}.max_tokens) or BQAS_LLM_MAX_TOKENS"
+                )
+                return None
             if attempt == 1:
                 messages = [
                     *messages,

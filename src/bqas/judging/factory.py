@@ -23,6 +23,7 @@ class LLMOverrides:
     cache: bool | None = None
     timeout: float | None = None
     max_retries: int | None = None
+    max_tokens: int | None = None
 
 
 def llm_config(settings: Settings, overrides: LLMOverrides | None = None) -> LLMConfig | None:
@@ -41,6 +42,7 @@ def llm_config(settings: Settings, overrides: LLMOverrides | None = None) -> LLM
         concurrency=o.concurrency or settings.llm_concurrency,
         timeout=o.timeout or settings.llm_timeout,
         max_retries=settings.llm_max_retries if o.max_retries is None else o.max_retries,
+        max_tokens=o.max_tokens or settings.llm_max_tokens,
         cache_path=(settings.cache_dir / "llm-cache.sqlite") if use_cache else None,
         max_reply_bytes=settings.llm_max_reply_bytes,
     )

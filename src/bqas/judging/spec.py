@@ -112,6 +112,8 @@ class JudgeSpec:
     # Input fields that hold the evaluated system output (the answer, definition, passage): the engine
     # checks them for text that tries to steer the judge, on every backend (bqas.judging.manipulation).
     evaluated: tuple[str, ...] = ()
+    # Most tokens an LLM reply may use (sent as max_tokens; BQAS_LLM_MAX_TOKENS wins when set).
+    max_tokens: int | None = None
 
     def template_for(self, language: str) -> tuple[str, str]:
         """The template text for ``language`` and the language actually used (German as fallback)."""
@@ -267,6 +269,7 @@ def load_judge(directory: Path, policy: dict[str, Any]) -> JudgeSpec:
     evaluated = meta.get("evaluated") or []
     if not isinstance(evaluated, list) or not all(isinstance(e, str) and e in inputs for e in evaluated):
         raise JudgeFileError(f"{where}: evaluated: expected a list of input fields ({', '.join(inputs)})")
+    max_tokens = _max_tokens(judge_policy, meta, name, where)
     return JudgeSpec(
         name=name,
         kind=kind,
@@ -283,7 +286,21 @@ def load_judge(directory: Path, policy: dict[str, Any]) -> JudgeSpec:
         # Trust or escalate: per-tier confidence models (``confidence: {offline: FILE}``), see bqas.trust.
         extra={"confidence": meta["confidence"]} if isinstance(meta.get("confidence"), dict) else {},
         evaluated=tuple(evaluated),
+        max_tokens=max_tokens,
     )
+
+
+def _max_tokens(judge_policy: dict[str, Any], meta: dict[str, Any], name: str, where: str) -> int | None:
+    """The judge's reply limit: the policy file's ``judges.<name>.max_tokens`` over judge.yaml's."""
+    if "max_tokens" in judge_policy:
+        value, field_name = judge_policy["max_tokens"], f"policy: judges.{name}.max_tokens"
+    else:
+        value, field_name = meta.get("max_tokens"), f"{where}: max_tokens"
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000:
+        raise JudgeFileError(f"{field_name}: expected a whole number of tokens from 1 to 1000000, got {value!r}")
+    return value
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -269,7 +269,9 @@ class LLMClient:
         params: dict[str, Any] = {
             "temperature": self.config.temperature if temperature is None else temperature,
         }
-        limit = max_tokens or self.config.max_tokens
+        # The configured limit (BQAS_LLM_MAX_TOKENS, the user's explicit choice) wins over the caller's
+        # default (a judge's max_tokens from judge.yaml or the policy file).
+        limit = self.config.max_tokens or max_tokens
         if limit:
             params["max_tokens"] = limit
         if top_logprobs is not None and self.server.logprobs is not False:
@@ -293,8 +295,9 @@ class LLMClient:
         """One chat completion. With a ``schema``, ask for structured output the way the server allows.
 
         ``accept`` decides whether the reply may be cached (the engine passes its validator), so a reply
-        that failed validation is never replayed from the cache. ``max_tokens`` and ``temperature``
-        override the configuration for this call. ``top_logprobs=k`` asks for token log-probabilities with
+        that failed validation is never replayed from the cache. ``max_tokens`` is the caller's limit on
+        the reply (a judge's ``max_tokens``); a configured ``max_tokens`` (``BQAS_LLM_MAX_TOKENS``) wins
+        over it. ``temperature`` overrides the configuration for this call. ``top_logprobs=k`` asks for token log-probabilities with
         ``k`` alternatives each (0-20); a server that refuses them is remembered and asked without, and
         the completion then has ``logprobs=None``. Such a call skips the cache lookup (a cached reply has
         no log-probabilities) but still stores its reply, unless ``cache_first``: then a cached reply is

@@ -130,6 +130,10 @@ def build_messages(
 async def ask(client: LLMClient, spec: JudgeSpec, messages: list[dict[str, str]]) -> str:
     """One LLM call with the array schema; a reply that does not validate is never cached."""
     completion = await client.complete(
-        messages, schema=spec.schema, schema_name=spec.name, accept=lambda t: parse_reply(t, spec.schema).ok
+        messages,
+        schema=spec.schema,
+        schema_name=spec.name,
+        accept=lambda t: parse_reply(t, spec.schema).ok,
+        max_tokens=spec.max_tokens,
     )
     return completion.text
