@@ -72,12 +72,15 @@ async def test_llm_value_used_for_graded_dimensions_and_offline_value_kept() -> 
     assert rec["coverage"] == 1.0
 
 
-async def test_llm_backend_alone_runs_no_offline_checks() -> None:
+async def test_llm_backend_runs_only_the_safety_gate_offline() -> None:
     with ScriptedLLM(default=Reply(content=json.dumps(LLM_SAYS))) as server:
         rec = await _record(server, LEAK, backend="llm")
-    assert rec["safety"] == "pass"  # the LLM alone decides, by request
-    assert rec["dimensions"]["safety"]["backend"] == "llm"  # type: ignore[index]
-    assert rec["dimensions"]["safety"]["offline_value"] is None  # type: ignore[index]
+    # Safety is checked first on every backend: the deterministic gate's failure stands.
+    assert rec["safety"] == "fail" and rec["verdict"] == "failed"
+    assert rec["dimensions"]["safety"]["backend"] == "offline"  # type: ignore[index]
+    # The other offline checks do not run beside the LLM alone.
+    assert rec["dimensions"]["relevance"]["backend"] == "llm"  # type: ignore[index]
+    assert rec["dimensions"]["relevance"]["offline_value"] is None  # type: ignore[index]
 
 
 async def test_llm_down_keeps_the_offline_gate_failure() -> None:

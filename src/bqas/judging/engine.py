@@ -11,7 +11,7 @@ Backends:
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any, Literal
@@ -60,6 +60,13 @@ class EngineOptions:
     profiles: dict[str, CalibrationProfile] = dc_field(default_factory=dict)
     # Or looked up per judgment (the service: the current tenant's profile for the judge).
     profile_lookup: Callable[[str], CalibrationProfile | None] | None = None
+    # The deterministic safety gate (PII and judge-manipulation rules) runs on every backend, also beside
+    # the LLM alone; switched off only explicitly (BQAS_SAFETY_GATE=false), and the result then says so.
+    safety_gate: bool = True
+
+
+# Offline methods that make up the deterministic safety gate (safety is checked first, whatever the backend).
+SAFETY_METHODS: frozenset[str] = frozenset({"safety_gate", "pii_gate"})
 
 
 def check_inputs(spec: JudgeSpec, sample: Mapping[str, Any]) -> dict[str, Any]:
@@ -130,10 +137,24 @@ class JudgeEngine:
         result = JudgmentResult(response_id=response_id, judge=spec.name, language=lang)
         offline_dims: dict[str, DimensionProvenance] = {}
         notes: list[str] = []
+        gate_on = self.options.safety_gate
         if use_offline:
             # In the worker pool (p_reject included): CPU-bound work must not stall the event loop.
-            offline_dims, notes, result.confidence["offline"] = await run_cpu(self._offline_tier, spec, values, lang)
+            skip = () if gate_on else SAFETY_METHODS
+            offline_dims, notes, result.confidence["offline"] = await run_cpu(
+                self._offline_tier, spec, values, lang, skip
+            )
             result.backend = "offline"
+        elif gate_on:
+            # LLM alone: the deterministic gate still runs, and a failure it finds stands (see _combine).
+            offline_dims, _ = await run_cpu(self.offline.evaluate, spec, values, lang, only=SAFETY_METHODS)
+        if any(b.method in SAFETY_METHODS for b in spec.offline.values()):
+            result.safety_gate = "checked" if gate_on else "off"
+            if not gate_on:
+                result.warnings.append(
+                    "safety gate switched off (BQAS_SAFETY_GATE=false): PII and judge manipulation were not "
+                    "checked by the deterministic rules"
+                )
         llm_data: dict[str, Any] | None = None
         lookup = self.options.profile_lookup
         profile = self.options.profiles.get(spec.name) or (lookup(spec.name) if lookup is not None else None)
@@ -156,13 +177,13 @@ class JudgeEngine:
         return result
 
     def _offline_tier(
-        self, spec: JudgeSpec, values: Mapping[str, Any], language: str
+        self, spec: JudgeSpec, values: Mapping[str, Any], language: str, skip: Collection[str] = ()
     ) -> tuple[dict[str, DimensionProvenance], list[str], TierConfidence]:
         """The offline dimensions, notes and the offline tier's confidence (its p_reject: microseconds)."""
         from bqas.trust.offline import offline_confidence
 
         evidence: dict[str, MethodResult] = {}
-        dims, notes = self.offline.evaluate(spec, values, language, evidence)
+        dims, notes = self.offline.evaluate(spec, values, language, evidence, skip=skip)
         return dims, notes, offline_confidence(spec, values, dims, evidence)
 
     @staticmethod
@@ -199,7 +220,9 @@ class JudgeEngine:
             )
             return TierConfidence(model=model, reason=f"{why}; set confidence samples k > 0 to sample instead")
         try:
-            replies = await self.llm.sample(messages, k, schema=spec.schema, schema_name=spec.name)
+            replies = await self.llm.sample(
+                messages, k, schema=spec.schema, schema_name=spec.name, max_tokens=spec.max_tokens
+            )
         except LLMError as exc:
             result.llm_calls += exc.calls
             return TierConfidence(model=model, reason=f"sampling failed: {exc}")

@@ -70,5 +70,6 @@ def build_engine(
         backend=backend,
         default_language=check_language(language or settings.language),
         max_field_chars=settings.max_field_chars,
+        safety_gate=settings.safety_gate,
     )
     return JudgeEngine(registry, llm=llm, options=options)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from bqas.judging.result import DimensionProvenance
@@ -51,11 +51,17 @@ class OfflineJudge:
         values: Mapping[str, Any],
         language: str,
         evidence: dict[str, MethodResult] | None = None,
+        *,
+        only: Collection[str] | None = None,
+        skip: Collection[str] = (),
     ) -> tuple[dict[str, DimensionProvenance], list[str]]:
         """Measure what can be measured offline. Returns the dimensions and the notes for ``reasoning``.
 
         ``evidence`` (optional) receives each method's full result (with its details), keyed by dimension:
-        the offline ``p_reject`` model reads its features from there."""
+        the offline ``p_reject`` model reads its features from there. ``only`` runs just the bindings of
+        those methods (the safety gate beside the LLM) and reports nothing else; ``skip`` leaves those
+        methods' dimensions unmeasured (the gate switched off).
+        """
         ctx = OfflineContext(language=language, embedder_factory=self._embedder_factory, resources=self._resources)
         dims: dict[str, DimensionProvenance] = {}
         notes: list[str] = []
@@ -63,6 +69,13 @@ class OfflineJudge:
             if dim.kind == "text":
                 continue
             binding = spec.offline.get(name)
+            if only is not None and (binding is None or binding.method not in only):
+                continue
+            if binding is not None and binding.method in skip:
+                dims[name] = DimensionProvenance(
+                    backend="offline", method=binding.method, measured=False, note="safety gate switched off"
+                )
+                continue
             if binding is None:
                 if dim.kind in ("score", "gate"):
                     dims[name] = DimensionProvenance(

@@ -85,6 +85,9 @@ class JudgmentResult(BaseModel):
     decision: Decision | None = None
     decided_by: DecidedBy | None = None
     profile_id: str | None = None
+    # The deterministic safety gate (PII, judge manipulation): "checked" on every backend unless switched
+    # off ("off"); None for judges without a safety dimension.
+    safety_gate: Literal["checked", "off"] | None = None
 
     def to_record(self) -> dict[str, Any]:
         """The flat JSON record: dimension values under their seed keys, then everything else."""
