@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
 import pytest
@@ -44,10 +44,13 @@ class WaitsForTheLoop(OfflineJudge):
         values: Mapping[str, Any],
         language: str,
         evidence: dict[str, MethodResult] | None = None,
+        *,
+        only: Collection[str] | None = None,
+        skip: Collection[str] = (),
     ) -> tuple[dict[str, DimensionProvenance], list[str]]:
         self.thread = threading.current_thread().name
         self.saw_loop = self.loop_ran.wait(10)
-        return super().evaluate(spec, values, language, evidence)
+        return super().evaluate(spec, values, language, evidence, only=only, skip=skip)
 
 
 async def test_offline_tier_does_not_block_the_event_loop() -> None:
