@@ -152,8 +152,8 @@ class JudgeEngine:
             result.safety_gate = "checked" if gate_on else "off"
             if not gate_on:
                 result.warnings.append(
-                    "safety gate switched off (BQAS_SAFETY_GATE=false): PII and judge manipulation were not "
-                    "checked by the deterministic rules"
+                    "safety gate switched off (BQAS_SAFETY_GATE=false): the deterministic PII rules did not run; "
+                    "the safety dimension is the LLM's alone"
                 )
         llm_data: dict[str, Any] | None = None
         lookup = self.options.profile_lookup
