@@ -359,3 +359,23 @@ def test_service_is_healthy_while_models_load_and_says_when_ready(
     finally:
         release.set()
         svc.close()
+
+
+def test_dify_fixed_judges_and_retrieval_repr_are_accepted(svc: Service) -> None:
+    # What Dify's tool node sends: a fixed "a,b" as a one-item list, the retrieval result as its repr.
+    retrieval = [
+        {
+            "metadata": {"_source": "knowledge", "document_name": "vida.md", "score": 0.74, "doc_metadata": None},
+            "title": "vida.md",
+            "content": RAG["contexts"][0],
+        }
+    ]
+    body = {**RAG, "judges": ["rag_hallucination,rag_privacy"], "contexts": repr(retrieval)}
+    r = httpx.post(f"{svc.url}/api/score", json=body, headers=_auth(svc.key_a))
+    assert r.status_code == 200, r.text
+    records = r.json()
+    assert [rec["judge"] for rec in records] == ["rag_hallucination", "rag_privacy"]
+    assert records[0]["invention_detection"] == "pass"  # grounded in the content, not in the repr text
+    bad = {**body, "contexts": [{"title": "vida.md"}]}
+    r = httpx.post(f"{svc.url}/api/score", json=bad, headers=_auth(svc.key_a))
+    assert r.status_code == 422 and "contexts[0]" in r.text and "content" in r.text

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from bqas.service.config import JUDGE_LANGUAGES
+from bqas.service.dify import read_contexts, split_names
 from bqas.untrusted import UntrustedValueError, check_value
 
 Backend = Literal["offline", "llm", "auto"]
@@ -78,15 +79,15 @@ class ScoreRequest(BaseModel):
     @field_validator("judges", "metrics", mode="before")
     @classmethod
     def _names_from_text(cls, value: Any) -> Any:
-        # Tool runners such as Dify may send list parameters as one string: "voice, rag_privacy".
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
+        # Tool runners such as Dify send list parameters as one string, "voice, rag_privacy", or as a
+        # one-item list of it, ["voice,rag_privacy"].
+        return split_names(value)
 
     @field_validator("contexts", mode="before")
     @classmethod
     def _contexts_from_text(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
+        # A text, texts, or Dify's knowledge-retrieval result (objects with "content", maybe as a repr).
+        return read_contexts(value)
 
     @field_validator("judge_language")
     @classmethod
@@ -136,6 +137,11 @@ class Turn(BaseModel):
     expected_intent: str | None = None
     detected_intent: str | None = None
     response_id: str | None = Field(default=None, max_length=300)
+
+    @field_validator("contexts", mode="before")
+    @classmethod
+    def _contexts_from_text(cls, value: Any) -> Any:
+        return read_contexts(value)
 
 
 class SessionScoreRequest(ScoreRequest):
