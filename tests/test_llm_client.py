@@ -220,3 +220,14 @@ async def test_max_tokens_from_the_caller_unless_configured(scripted_llm: Script
         await client.complete(MESSAGES, max_tokens=300)
         await client.complete(MESSAGES)
     assert [r["max_tokens"] for r in scripted_llm.requests] == [300, 900, 900]
+
+
+async def test_a_bare_400_for_one_request_does_not_demote_the_servers_format(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.push(Reply(status=400), Reply(status=400), Reply(status=400))
+    scripted_llm.default = Reply(content='{"a": 1}')
+    async with _client(scripted_llm) as client:
+        with pytest.raises(LLMError, match="HTTP 400") as err:
+            await client.complete(MESSAGES, schema=SCHEMA)
+        after = await client.complete(MESSAGES, schema=SCHEMA)
+    assert err.value.calls == 3  # json_schema, json_object, plain prompting: all counted
+    assert after.mode == "json_schema" and after.calls == 1

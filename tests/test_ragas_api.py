@@ -136,7 +136,11 @@ async def test_http_error_is_unscored_and_other_metrics_still_score(server: Scri
         records = by_metric(await api.score_sample(SAMPLE, ["context_recall", "faithfulness"], llm=llm))
     assert records["context_recall"]["status"] == "unscored"
     assert "HTTP 400" in records["context_recall"]["unscored_reason"]
+    # Every request sent counts (json_schema, json_object, then plain prompting), though none answered.
+    assert records["context_recall"]["llm_calls"] == 3
     assert records["faithfulness"]["status"] == "scored"
+    # A bare 400 for one request does not demote the server's format for the others.
+    assert all(r.get("response_format") for r in server.requests if response_model_name(r) != "ContextRecallOutput")
 
 
 async def test_nan_from_ragas_is_unscored_never_nan(server: ScriptedLLM) -> None:

@@ -141,13 +141,17 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _names_format(body: str) -> bool:
+    lowered = body.lower()
+    return any(w in lowered for w in ("response_format", "json_schema", "schema", "grammar"))
+
+
 def _format_rejected(status: int, body: str) -> bool:
     """Did the server reject the response format (not a transient failure)?"""
     if status in (400, 422):
         return True
     if status in (500, 501):
-        lowered = body.lower()
-        return any(w in lowered for w in ("response_format", "json_schema", "schema", "grammar"))
+        return _names_format(body)
     return False
 
 
@@ -370,8 +374,9 @@ class LLMClient:
         self, messages: list[dict[str, str]], schema: dict[str, Any] | None, name: str, params: dict[str, Any]
     ) -> list[Completion]:
         calls = 0
+        tried: set[str] = set()
         while True:
-            modes = self._modes(schema)
+            modes = [m for m in self._modes(schema) if m not in tried] or ["prompt"]
             mode = modes[0]
             try:
                 replies = await self._post_with_retries(self._payload(messages, schema, name, mode, params))
@@ -380,7 +385,11 @@ class LLMClient:
                 if self.config.structured_output != "auto" or len(modes) == 1:
                     message = f"server rejected response_format {mode}: {exc}"
                     raise LLMError(message, status=exc.status, calls=calls) from None
-                self.server.rejected_modes.add(mode)
+                # Remembered for the server when the answer names the format (llama.cpp's 500), or once a
+                # later format works; a bare 400 may concern this request only (its size, its content).
+                if exc.names_format:
+                    self.server.rejected_modes.add(mode)
+                tried.add(mode)
                 continue
             except _ParamRejected as exc:
                 calls += exc.calls
@@ -396,6 +405,7 @@ class LLMClient:
                 raise
             if schema is not None and self.config.structured_output == "auto" and self.server.mode is None:
                 self.server.mode = mode
+                self.server.rejected_modes.update(tried)
             if "logprobs" in params and replies[0].logprobs is not None:
                 self.server.logprobs = True
             replies[0].calls += calls
@@ -545,6 +555,7 @@ class _FormatRejected(Exception):
         super().__init__(f"HTTP {status}: {text}")
         self.status = status
         self.calls = calls
+        self.names_format = _names_format(text)
 
 
 class _ParamRejected(LLMError):

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from bqas.judging.parse import extract_json
-from bqas.llm.client import LLMClient
+from bqas.llm.client import LLMClient, LLMError
 from bqas.offline.embeddings import Embedder, default_embedder
 from bqas.ragas.lib import BaseRagasEmbedding, InstructorBaseRagasLLM
 
@@ -85,12 +85,19 @@ class SeamLLM(InstructorBaseRagasLLM):
         for attempt in range(self.corrective_retries + 1):
             if attempt:
                 self.stats.errors.append(f"{response_model.__name__}: invalid reply ({error}); asked again")
-            completion = await self.client.complete(
-                messages,
-                schema=schema,
-                schema_name=response_model.__name__,
-                accept=lambda text: parse_model(text, response_model)[0] is not None,
-            )
+            try:
+                completion = await self.client.complete(
+                    messages,
+                    schema=schema,
+                    schema_name=response_model.__name__,
+                    accept=lambda text: parse_model(text, response_model)[0] is not None,
+                )
+            except LLMError as exc:
+                # The requests were sent (and retried) though none answered: they count.
+                self.stats.llm_calls += exc.calls
+                self.stats.prompt_tokens += exc.prompt_tokens
+                self.stats.completion_tokens += exc.completion_tokens
+                raise
             self.stats.llm_calls += completion.calls
             self.stats.cache_hits += int(completion.cache_hit)
             self.stats.prompt_tokens += completion.prompt_tokens
