@@ -39,6 +39,16 @@ def _fresh_llm_servers() -> Iterator[None]:
     forget_servers()
 
 
+@pytest.fixture(autouse=True)
+def _redaction_from_the_environment() -> Iterator[None]:
+    """A service built with redact_pii switches redaction on for the whole process: back to the
+    environment's setting after each test, so one test's switch does not mask the next test's data."""
+    yield
+    from bqas.privacy import enable_redaction
+
+    enable_redaction(None)
+
+
 @pytest.fixture
 def scripted_llm() -> Iterator[ScriptedLLM]:
     """A real HTTP server on 127.0.0.1 speaking the OpenAI chat API with scripted replies."""
