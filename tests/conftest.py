@@ -55,12 +55,3 @@ def scripted_llm() -> Iterator[ScriptedLLM]:
     server = ScriptedLLM(default=Reply(content="{}"))
     with server:
         yield server
-
-
-@pytest.fixture(autouse=True)
-def _redaction_follows_the_environment() -> Iterator[None]:
-    """An app built with ``redact_pii=True`` switches redaction on for the whole process: reset it."""
-    yield
-    from bqas.privacy import enable_redaction
-
-    enable_redaction(None)
