@@ -100,7 +100,7 @@ def test_review_in_a_real_browser(browser: Any, bqas_home: Path, tmp_path: Path)
         browser.find_element(By.ID, "login-submit").click()
         _wait(browser, lambda d: d.current_url.endswith("/review/queue"))
         rows = browser.find_elements(By.CSS_SELECTOR, "tr.row")
-        assert len(rows) == 3 and "b1" not in browser.page_source
+        assert len(rows) == 3 and "beta-only-sample" not in browser.page_source
         _shot(browser, tmp_path, "review-queue.png")
         cookie = browser.get_cookie("bqas_review")
         assert cookie is not None and cookie["httpOnly"] and cookie["sameSite"] == "Strict"

@@ -64,7 +64,7 @@ def build_site(store: Store) -> tuple[FastAPI, str, str]:
         settings=ReviewSettings(),
         registry=default_registry(),
     )
-    enqueue_escalations(store, "beta", [voice_record("b1", reasons=["borderline composite 79 in 75-85"])])
+    enqueue_escalations(store, "beta", [voice_record("beta-only-sample", reasons=["borderline composite 79 in 75-85"])])
     app = FastAPI()
     app.include_router(
         review_router(store, Authenticator(store), settings=ReviewSettings(), registry=default_registry())
@@ -135,7 +135,7 @@ def test_tenants_see_only_their_own_items(site: Site) -> None:
         login(client, site.acme_key)
         queue = client.get("/review/queue").text
         assert all(f'id="item-{i}"' in queue for i in acme_items.values())
-        assert f'id="item-{beta_item}"' not in queue and "b1" not in queue
+        assert f'id="item-{beta_item}"' not in queue and "beta-only-sample" not in queue
         assert "safety:email" in queue and "unscored:llm_unavailable" in queue  # new error categories
         other = client.get(f"/review/items/{beta_item}")
         assert other.status_code == 404 and "No such review item" in other.text
