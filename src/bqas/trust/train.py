@@ -7,6 +7,8 @@ all rows. Only licensed data may be fitted (see src/bqas/data/trust/MODEL_CARD.m
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -60,7 +62,7 @@ def fit_model(
     platt = LogisticRegression(C=1e6, max_iter=1000).fit(oof.reshape(-1, 1), y)
     final = regression().fit(z, y)
     keep = [i for i, w in enumerate(final.coef_[0]) if abs(w) > 1e-12]
-    return {
+    out: dict[str, Any] = {
         "format": MODEL_FORMAT,
         "id": model_id,
         "judge": judge,
@@ -75,3 +77,7 @@ def fit_model(
         "n": len(y),
         "n_reject": int(y.sum()),
     }
+    # The id names the coefficients too: a profile fitted with other coefficients is then refused.
+    blob = json.dumps([out[k] for k in ("features", "mean", "scale", "coef", "intercept", "platt")]).encode()
+    out["id"] = f"{model_id}-{hashlib.sha256(blob).hexdigest()[:8]}"
+    return out
