@@ -1,6 +1,6 @@
 """Benchmark the offline grounding methods against human hallucination/faithfulness labels (DEV sets).
 
-Datasets (``/work/shared/datasets``, see its README; a missing file is skipped):
+Datasets (``--data``, default ``../shared/datasets``, see its README; a missing file is skipped):
 
 * ``rag_faithfulness_en.jsonl`` (MTRAG): facts = the reference passages (turns without passages are
   skipped); hallucinated = ``faithful is False`` (``null`` excluded from the gate figures); Spearman of
@@ -31,10 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _data import DEFAULT_DATA, data_part
+
 from bqas.offline import grounding
 from bqas.offline.methods import OfflineContext
-
-DATA = Path("/work/shared/datasets")
 
 
 @dataclass
@@ -155,7 +157,7 @@ LOADERS = (
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--limit", type=int, default=None, help="records per dataset")
-    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--only", default=None, help="substring of the dataset file names to run")
     ap.add_argument("--sim", type=float, default=None, help="override SIM_THRESHOLD")
     ap.add_argument("--lex", type=float, default=None, help="override LEX_THRESHOLD")
@@ -167,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     ctx = OfflineContext(language="en")
     t0 = time.perf_counter()
     ctx.embedder().embed(["warm up"])
+    print(f"data: {data_part(args.data)}")
     print(f"embedder {ctx.embedder().name} loaded in {1000 * (time.perf_counter() - t0):.0f} ms; "
           f"SIM_THRESHOLD={grounding.SIM_THRESHOLD} LEX_THRESHOLD={grounding.LEX_THRESHOLD} "
           f"(with facts: {grounding.SIM_THRESHOLD_WITH_FACTS}/{grounding.LEX_THRESHOLD_WITH_FACTS})")  # fmt: skip

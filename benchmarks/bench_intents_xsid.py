@@ -19,9 +19,14 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _data import data_part
 
 from bqas.intents.classifier import EmbeddingIntentClassifier
 from bqas.intents.evaluate import evaluate_predictions
@@ -72,7 +77,8 @@ def main() -> None:
         f"{time.perf_counter() - started:.1f} s"
     )
 
-    print("\n## 1. cross-lingual: English DEV (252) as examples\n")
+    print(f"data: {data_part(args.data)}")
+    print(f"\n## 1. cross-lingual: English ({len(data['en'])} utterances) as examples\n")
     print("| method | " + " | ".join(f"{lang} acc / macro-F1" for lang in LANGS[:-1]) + " |")
     print("|---|" + "---|" * (len(LANGS) - 1))
     for method, k in METHODS:

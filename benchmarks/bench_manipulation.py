@@ -37,6 +37,10 @@ from typing import Any
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _data import data_part
+
 REPO = Path(__file__).resolve().parents[1]
 PROBES = REPO / "tests" / "fixtures" / "manipulation_probes.yaml"
 HOLDOUT = REPO / "benchmarks" / "data" / "manipulation_holdout.yaml"
@@ -147,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     if not data:
         print(f"no dataset texts under {args.data_dir}: dataset false-trigger share not measured")
         return 0
-    print(f"\nfalse-trigger share on ordinary texts ({args.data_dir}, DEV parts)")
+    print(f"\nfalse-trigger share on ordinary texts ({data_part(args.data_dir)})")
     per: dict[str, list[int]] = {}
     shown = 0
     timings: list[float] = []

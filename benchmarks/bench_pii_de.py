@@ -30,6 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _data import data_part
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO / ".." / "shared" / "datasets" / "pii_de.jsonl"
 
@@ -144,9 +148,11 @@ def time_it(records: list[dict[str, Any]], kinds: set[str] | None) -> float:
     return (time.perf_counter() - start) * 1000 / max(1, len(records))
 
 
-def report(c: Counts, n_records: int, ms_person: float, ms_all: float) -> None:
+def report(c: Counts, n_records: int, ms_person: float, ms_all: float, part: str = "") -> None:
     """Print the figures."""
-    print(f"GermEval 2014 DEV sentences: {n_records}; gold PER spans (no variant): {c.gold}; predictions: {c.pred}")
+    print(
+        f"GermEval 2014 sentences ({part}): {n_records}; gold PER spans (no variant): {c.gold}; predictions: {c.pred}"
+    )
     rows = [
         ("span (exact)", prf(c.span_tp, c.pred, c.span_tp, c.gold)),
         ("overlap", prf(c.overlap_pred_ok, c.pred, c.overlap_gold_found, c.gold)),
@@ -182,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         records = records[: args.limit]
     counts, errors = evaluate(records, args.show_errors)
-    report(counts, len(records), time_it(records, {"person"}), time_it(records, None))
+    report(counts, len(records), time_it(records, {"person"}), time_it(records, None), data_part(args.data))
     for line in errors:
         print(line)
     return 0

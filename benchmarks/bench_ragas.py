@@ -34,11 +34,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from _data import DEFAULT_DATA, data_part
 from _server import server_process
 
-DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-DATASET = DATASETS / "rag_faithfulness_en.jsonl"
-TOP_UP = DATASETS / "attribution_en.jsonl"
+DATASET = "rag_faithfulness_en.jsonl"
+TOP_UP = "attribution_en.jsonl"
 SIX = (
     "faithfulness",
     "answer_relevancy",
@@ -63,9 +63,9 @@ def serve(latency: float) -> None:
         server.stop()
 
 
-def load_samples(n: int) -> list[dict[str, Any]]:
+def load_samples(n: int, data: Path) -> list[dict[str, Any]]:
     """n samples: question, contexts, response; the reference is the task's human reference answer."""
-    rows = [json.loads(line) for line in DATASET.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [json.loads(line) for line in (data / DATASET).read_text(encoding="utf-8").splitlines() if line.strip()]
     references = {r["task_id"]: r["answer"] for r in rows if r.get("model") == "reference"}
     samples = []
     for r in rows:
@@ -80,7 +80,7 @@ def load_samples(n: int) -> list[dict[str, Any]]:
             }
         )
     # MTRAG has 198 rows with contexts; the rest come from BEGIN (knowledge passage as context and reference).
-    for line in TOP_UP.read_text(encoding="utf-8").splitlines():
+    for line in (data / TOP_UP).read_text(encoding="utf-8").splitlines():
         if len(samples) >= n:
             break
         r = json.loads(line)
@@ -177,6 +177,7 @@ async def run_plain_ragas(base_url: str, samples: list[dict[str, Any]], concurre
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the MTRAG and BEGIN files")
     parser.add_argument("--latency", type=float, default=0.05, help="server latency per request (s)")
     parser.add_argument("--concurrency", type=int, default=32, help="requests in flight, both sides")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
@@ -187,7 +188,8 @@ def main() -> None:
     os.environ.setdefault("BQAS_EMBEDDER", "hashing")
     import bqas.ragas.lib  # noqa: F401 - import ragas (4-6 s) before any timing
 
-    samples = load_samples(args.samples)
+    samples = load_samples(args.samples, args.data)
+    print(f"data: {data_part(args.data)}")
     with (
         server_process([sys.executable, __file__, "--serve", "--latency", str(args.latency)]) as url,
         tempfile.TemporaryDirectory() as tmp,

@@ -24,10 +24,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _data import DEFAULT_DATA, data_part
+
 from bqas.offline.methods import OfflineContext
 from bqas.offline.relevance import RELEVANCE_TABLE, map_piecewise, relevance_similarity
-
-DATA = Path("/work/shared/datasets")
 
 # (query, answer, grade) - written for this benchmark; 5 answers, 3 on topic but not an answer, 1 off topic.
 OWN_EXAMPLES: list[tuple[str, str, int]] = [
@@ -115,11 +117,12 @@ def _pairs(rows: list[dict[str, Any]], q_key: str, a_key: str, ctx: OfflineConte
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--limit", type=int, default=None, help="records per dataset")
-    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     args = ap.parse_args(argv)
     ctx = OfflineContext(language="en")
     t0 = time.perf_counter()
     ctx.embedder().embed(["warm up"])
+    print(f"data: {data_part(args.data)}")
     print(f"embedder: {ctx.embedder().name} (load {1000 * (time.perf_counter() - t0):.0f} ms)")
     print("table:", ", ".join(f"{c:.2f}->{v:g}" for c, v in RELEVANCE_TABLE))
 

@@ -16,9 +16,9 @@ folder lies outside the repository. The mappings (see docs/calibration.md):
 * attribution_en (BEGIN, CC BY 4.0 / CDLA-Sharing-1.0) -> rag_hallucination: message->query,
   response->response, knowledge->available_facts; fully_attributable -> production_ready + pass,
   not_fully_attributable -> failed + fail, generic -> skipped (neither grounded nor inventing).
-* hallucination_zh (HalluQA, Apache-2.0) -> rag_hallucination, language zh: question->query, the right
-  answers as available_facts; one record answering with the first right answer (accept) and one with
-  the first wrong answer (reject).
+* hallucination_zh (HalluQA, Apache-2.0) -> rag_hallucination, language zh: question->query; leave-one-out:
+  the right answers except the first as available_facts, one record answering with the first right answer
+  (accept) and one with the first wrong answer (reject); questions with one right answer are skipped.
 * pii_de (GermEval 2014, CC BY 4.0) -> rag_privacy, language de: the sentence is the response (query and
   context empty); an outer-level PER entity (not -deriv/-part) -> privacy_compliance fail + failed,
   otherwise pass + production_ready.
@@ -114,30 +114,24 @@ def begin(rec: Record, skipped: Counter[str]) -> list[Record]:
 
 
 def halluqa(rec: Record, skipped: Counter[str]) -> list[Record]:
-    out = []
+    """Leave-one-out: the facts are the right answers *except* the first, which is the accepted response
+    (so it is not found verbatim among the facts); the rejected response is the first wrong answer
+    against the same facts. Questions with a single right answer have nothing left to ground it: skipped."""
+    rights = [a for a in rec["right_answers"] if a.strip()]
+    if len(rights) < 2:
+        skipped["fewer than two right answers (nothing to ground the accepted one in)"] += 1
+        return []
+    facts = rights[1:]
     base = {"judge": "rag_hallucination", "language": "zh", "query": rec["question"], "tags": [rec["category"]]}
-    if rec["right_answers"]:
+    out = [
+        {**base, "id": f"{rec['id']}/right", "response": rights[0], "available_facts": facts,
+         "expected": _accept("invention_detection")},
+    ]  # fmt: skip
+    if rec["wrong_answers"]:
         out.append(
-            {
-                **base,
-                "id": f"{rec['id']}/right",
-                "response": rec["right_answers"][0],
-                "available_facts": rec["right_answers"],
-                "expected": _accept("invention_detection"),
-            }
-        )
-    else:
-        skipped["no right answer"] += 1
-    if rec["wrong_answers"] and rec["right_answers"]:
-        out.append(
-            {
-                **base,
-                "id": f"{rec['id']}/wrong",
-                "response": rec["wrong_answers"][0],
-                "available_facts": rec["right_answers"],
-                "expected": _reject("invention_detection"),
-            }
-        )
+            {**base, "id": f"{rec['id']}/wrong", "response": rec["wrong_answers"][0], "available_facts": facts,
+             "expected": _reject("invention_detection")}
+        )  # fmt: skip
     else:
         skipped["no wrong answer"] += 1
     return out
