@@ -14,6 +14,7 @@ from bqas.judging.offline import OfflineJudge
 from bqas.judging.result import TierConfidence
 from bqas.judging.spec import JudgeRegistry, default_registry
 from bqas.offline.embeddings import HashingEmbedder
+from bqas.offline.grounding_model import load_model
 from bqas.trust import offline as trust_offline
 from bqas.trust.offline import LogisticModel, register_offline_provider
 
@@ -53,8 +54,9 @@ async def test_rag_hallucination_gets_a_fitted_p_reject_that_ranks_an_invention_
     )
     for conf in (good, bad):
         assert 0.0 < conf["p_reject"] < 1.0
-        assert conf["method"] == "logistic+platt"
-        assert conf["model"].startswith("rag_hallucination-offline-")
+        # rag_hallucination's provider: the learned grounding scorer's p_unfaithful (bqas.offline.grounding_model).
+        assert conf["method"] == "learned-grounding"
+        assert conf["model"] == load_model().model_id
         assert conf["reason"] is None
     assert bad["p_reject"] > good["p_reject"]
     assert bad["risk"] == 1.0  # the invention gate failed

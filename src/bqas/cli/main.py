@@ -273,6 +273,7 @@ _COMMAND_MODULES = (
     "bqas.cli.prompts",
     "bqas.cli.review",
     "bqas.cli.local_review",
+    "bqas.cli.grounding",
 )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float32]
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 #: Environment variable that selects the default backend.
 EMBEDDER_ENV = "BQAS_EMBEDDER"
@@ -122,7 +124,10 @@ class CachedEmbedder:
                 out[i] = vec
         if missing:
             keys = list(missing)
-            vecs = _normalise_rows(np.asarray(self._embed_batch(keys), dtype=np.float32))
+            # Lone surrogates (not valid Unicode; JSON "\ud800" decodes to one) cannot be encoded to UTF-8
+            # by any backend: embed them as U+FFFD instead of failing the whole judgment.
+            batch = [_SURROGATE_RE.sub("\ufffd", k) for k in keys]
+            vecs = _normalise_rows(np.asarray(self._embed_batch(batch), dtype=np.float32))
             for key, vec in zip(keys, vecs, strict=True):
                 self._cache.put(key, vec)
                 for i in missing[key]:

@@ -596,6 +596,11 @@ class GroundingAnalysis:
     claims: list[ClaimCheck]
     embedder: str
     language: str
+    #: The context units the claims were compared with (the embedded candidates) and the cosine matrix
+    #: (checkable claims x those units; None without checkable claims or contexts): kept so that the
+    #: learned scorer (grounding_features) reuses them instead of embedding again.
+    context_units: list[str] = field(default_factory=list)
+    similarities: Any = None
 
     @property
     def checkable(self) -> list[ClaimCheck]:
@@ -721,6 +726,8 @@ def analyse_grounding(answer: str, facts: list[str], ctx: OfflineContext, query:
 
     checkable = [c for c in claims if c.checkable]
     emb = ctx.embedder()
+    sims = None
+    units: list[str] = []
     if checkable and context.units:
         units = [context.units[i] for i in candidate_units([c.text for c in checkable], context)]
         vecs = emb.embed([c.text for c in checkable] + units)
@@ -744,7 +751,7 @@ def analyse_grounding(answer: str, facts: list[str], ctx: OfflineContext, query:
             c.reason = "no similar context sentence"
         else:
             c.reason = "facts found" if c.facts else "similar context sentence"
-    analysis = GroundingAnalysis(claims, getattr(emb, "name", "embedder"), language)
+    analysis = GroundingAnalysis(claims, getattr(emb, "name", "embedder"), language, units, sims)
     if len(cache) > 16:
         cache.clear()
     cache[key] = analysis

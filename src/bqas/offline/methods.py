@@ -66,6 +66,7 @@ _BUILTIN_MODULES = (
     "bqas.offline.taxonomy",
     "bqas.offline.relevance",
     "bqas.offline.grounding",
+    "bqas.offline.grounding_model",
     "bqas.offline.operators",
     "bqas.offline.namespace",
     "bqas.offline.coverage",

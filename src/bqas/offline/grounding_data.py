@@ -1,0 +1,237 @@
+"""Labelled grounding examples for training and measuring the learned grounding scorer.
+
+Loaders turn the shared datasets (``../shared/datasets``, see its README) into :class:`Example` rows
+(answer, facts, query, label 1 = unfaithful). Which ones may be used for what is fixed here, by license:
+
+* trainable: MTRAG (``rag_faithfulness_en``, Apache-2.0), BEGIN (``attribution_en``, CC BY 4.0 /
+  CDLA-Sharing-1.0), HalluQA (``hallucination_zh``, Apache-2.0), and synthetic perturbations of their
+  contexts and of BQAS's own scenario contexts (German, Chinese);
+* measure only: MEMERAG (``rag_faithfulness_memerag``, CC BY-NC 4.0, "should not be used to train
+  models"). :func:`load_training` refuses it.
+
+HaluEval (``hallucination_en``, MIT) has no reference text, so no grounding feature can be computed on it;
+it is not loaded.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bqas.jsonl import iter_json_objects
+from bqas.offline._textutil import CJK_RE, detect_language, split_sentences
+
+
+@dataclass(frozen=True)
+class Example:
+    """One answer with its facts and a binary label (1 = unfaithful, 0 = faithful)."""
+
+    answer: str
+    facts: tuple[str, ...]
+    query: str
+    label: int
+    source: str  # dataset name, or "synthetic:<dataset>"
+    language: str
+
+
+def _rows(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        for line in iter_json_objects(fh):
+            if line.value is None:
+                raise ValueError(line.error(str(path)))
+            yield line.value
+
+
+def load_mtrag(path: Path) -> list[Example]:
+    """MTRAG human evaluations: turns with passages and a faithful/unfaithful label (null skipped)."""
+    out = []
+    for r in _rows(path):
+        if r.get("contexts") and r.get("faithful") is not None:
+            label = 0 if r["faithful"] else 1
+            out.append(Example(r["answer"], tuple(r["contexts"]), r["question"], label, "mtrag", "en"))
+    return out
+
+
+def load_begin(path: Path) -> list[Example]:
+    """BEGIN: fully_attributable = faithful, not_fully_attributable = unfaithful, generic skipped."""
+    out = []
+    for r in _rows(path):
+        if r["label"] == "generic":
+            continue
+        label = 1 if r["label"] == "not_fully_attributable" else 0
+        out.append(Example(r["response"], (r["knowledge"],), r.get("message") or "", label, "begin", "en"))
+    return out
+
+
+def load_halluqa(path: Path) -> list[Example]:
+    """HalluQA, leave-one-out: facts = the question's other right answers (never the answer itself).
+
+    Each right answer is a faithful example against the remaining right answers; each wrong answer is
+    unfaithful against all of them. Questions with a single right answer give no faithful example (its
+    only fact would be itself)."""
+    out = []
+    for r in _rows(path):
+        rights = [a for a in r["right_answers"] if a.strip()]
+        for w in r["wrong_answers"]:
+            if w.strip() and rights:
+                out.append(Example(w, tuple(rights), r["question"], 1, "halluqa", "zh"))
+        for i, a in enumerate(rights):
+            others = tuple(x for j, x in enumerate(rights) if j != i)
+            if others:
+                out.append(Example(a, others, r["question"], 0, "halluqa", "zh"))
+    return out
+
+
+def load_memerag(path: Path, language: str | None = None) -> list[Example]:
+    """MEMERAG (measure only): answers with every sentence Supported = faithful, any Not Supported =
+    unfaithful, the rest skipped. ``language`` keeps one of en/es/fr."""
+    out = []
+    for r in _rows(path):
+        if r.get("faithful") is None or (language is not None and r["lang"] != language):
+            continue
+        label = 0 if r["faithful"] else 1
+        out.append(Example(r["answer"], tuple(r["contexts"]), r["question"], label, f"memerag-{r['lang']}", r["lang"]))
+    return out
+
+
+#: Trainable datasets: file name -> loader. MEMERAG, XNLI and OCNLI are deliberately absent.
+TRAINABLE: dict[str, tuple[str, Callable[[Path], list[Example]]]] = {
+    "mtrag": ("rag_faithfulness_en.jsonl", load_mtrag),
+    "begin": ("attribution_en.jsonl", load_begin),
+    "halluqa": ("hallucination_zh.jsonl", load_halluqa),
+}
+_FORBIDDEN = ("memerag", "nli_de", "nli_zh", "xnli", "ocnli")
+
+
+def load_training(data_dir: Path, names: list[str] | None = None) -> list[Example]:
+    """The real labelled examples of the trainable datasets found in ``data_dir`` (missing files skipped)."""
+    out: list[Example] = []
+    for name in names or list(TRAINABLE):
+        if any(f in name.casefold() for f in _FORBIDDEN) or name not in TRAINABLE:
+            raise ValueError(f"{name!r} is not a trainable dataset (allowed: {', '.join(TRAINABLE)})")
+        file_name, loader = TRAINABLE[name]
+        path = data_dir / file_name
+        if path.is_file():
+            out.extend(loader(path))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ synthetic
+
+_NEG_EN = re.compile(r"\b(is|are|was|were|can|will|has|have|had|does|did|could|should|would)\b(?! not)")
+_NEG_DE = re.compile(r"\b(ist|sind|war|waren|wird|werden|kann|können|hat|haben|muss|müssen|soll|sollen)\b(?! nicht)")
+_NEG_ZH = re.compile(r"(是|能|会|可以|应该)")
+_NUM = re.compile(r"(?<![\d.,])\d+(?:[.,]\d+)?(?![\d.,]*\d)")
+_CAP = re.compile(r"(?<=[a-zäöüß,] )[A-ZÄÖÜ][a-zäöüß]{2,}(?: [A-ZÄÖÜ][a-zäöüß]{2,})?")
+_ZH_NAME = re.compile(r"[\u4e00-\u9fff]{2,4}(?=[市省县区国])")
+
+
+def _negate(sentence: str, language: str) -> str | None:
+    if language == "zh":
+        m = _NEG_ZH.search(sentence)
+        return sentence[: m.start()] + "不" + sentence[m.start() :] if m else None
+    pattern, word = (_NEG_DE, "nicht") if language == "de" else (_NEG_EN, "not")
+    m = pattern.search(sentence)
+    return sentence[: m.end()] + f" {word}" + sentence[m.end() :] if m else None
+
+
+def _change_number(sentence: str, rng: random.Random) -> str | None:
+    nums = list(_NUM.finditer(sentence))
+    if not nums:
+        return None
+    m = rng.choice(nums)
+    text = m.group(0)
+    digits = re.sub(r"\D", "", text)
+    value = int(digits) if digits else 0
+    new = str(value + rng.choice((1, 2, 3, 5, 10, 12)) if value < 1000 else value + rng.choice((1, 3, 7, 20)))
+    return sentence[: m.start()] + new + sentence[m.end() :]
+
+
+def _swap_entity(sentence: str, pool: list[str], rng: random.Random, language: str) -> str | None:
+    pattern = _ZH_NAME if language == "zh" else _CAP
+    found = list(pattern.finditer(sentence))
+    if not found or not pool:
+        return None
+    m = rng.choice(found)
+    other = rng.choice(pool)
+    if other == m.group(0):
+        return None
+    return sentence[: m.start()] + other + sentence[m.end() :]
+
+
+def _passage_sentences(text: str) -> list[str]:
+    return [s for s in split_sentences(text) if len(s) >= 25 and (CJK_RE.search(s) or len(s.split()) >= 5)]
+
+
+def synthesize(passages: list[tuple[str, str]], source: str, seed: int, per_passage: int = 1) -> list[Example]:
+    """Faithful copies and unfaithful perturbations (negation, changed number, swapped name, an invented
+    sentence taken from another passage) of ``passages`` = [(text, language)], seeded.
+
+    A faithful example is 1-3 consecutive sentences of a passage; each unfaithful one starts from such a
+    span and changes one sentence (or adds one from another passage of the same language). The facts are
+    always the whole passage."""
+    rng = random.Random(seed)
+    by_lang: dict[str, list[list[str]]] = {}
+    names: dict[str, list[str]] = {}
+    for text, lang in passages:
+        sents = _passage_sentences(text)
+        if sents:
+            by_lang.setdefault(lang, []).append(sents)
+            pattern = _ZH_NAME if lang == "zh" else _CAP
+            names.setdefault(lang, []).extend(m.group(0) for s in sents for m in pattern.finditer(s))
+    out: list[Example] = []
+    for text, lang in passages:
+        sents = _passage_sentences(text)
+        if not sents:
+            continue
+        for _ in range(per_passage):
+            start = rng.randrange(len(sents))
+            span = sents[start : start + rng.choice((1, 2, 3))]
+            out.append(Example(" ".join(span), (text,), "", 0, f"synthetic:{source}", lang))
+            k = rng.randrange(len(span))
+            kind = rng.choice(("negate", "number", "entity", "invent", "invent"))
+            changed: str | None = None
+            if kind == "negate":
+                changed = _negate(span[k], lang)
+            elif kind == "number":
+                changed = _change_number(span[k], rng)
+            elif kind == "entity":
+                changed = _swap_entity(span[k], names.get(lang, []), rng, lang)
+            if changed is None or kind == "invent":
+                others = [p for p in by_lang.get(lang, []) if p is not sents and p[0] not in text]
+                if not others:
+                    continue
+                invented = rng.choice(rng.choice(others))
+                new_span = [*span[: k + 1], invented, *span[k + 1 :]]
+            else:
+                new_span = [*span[:k], changed, *span[k + 1 :]]
+            out.append(Example(" ".join(new_span), (text,), "", 1, f"synthetic:{source}", lang))
+    return out
+
+
+def passages_of(examples: list[Example]) -> list[tuple[str, str]]:
+    """The distinct fact passages of ``examples`` with their language (for :func:`synthesize`)."""
+    seen: dict[str, str] = {}
+    for ex in examples:
+        for f in ex.facts:
+            if f not in seen:
+                seen[f] = detect_language(f, default=ex.language)
+    return list(seen.items())
+
+
+def scenario_passages(folder: Path) -> list[tuple[str, str]]:
+    """Context passages of BQAS's own scenario files (``scenarios/data``; written for this project)."""
+    out: list[tuple[str, str]] = []
+    for path in sorted(folder.glob("*.jsonl")):
+        for r in _rows(path):
+            for key in ("available_facts", "context", "retrieved_passage"):
+                value = r.get(key)
+                items = value if isinstance(value, list) else [value] if isinstance(value, str) else []
+                for item in items:
+                    if isinstance(item, str) and len(item) >= 40:
+                        out.append((item, detect_language(item)))
+    return list(dict.fromkeys(out))

