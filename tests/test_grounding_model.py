@@ -137,17 +137,21 @@ async def test_engine_exposes_p_unfaithful_as_the_offline_p_reject() -> None:
 
 
 def test_cli_score_carries_the_learned_confidence_for_hostile_input(bqas_home: Path) -> None:
+    valid = [h for h in HOSTILE if "\ud800" not in h]
     lines = "\n".join(
-        json.dumps({"id": f"h{i}", "query": h, "response": h, "available_facts": CONTEXT})
-        for i, h in enumerate(HOSTILE)
+        json.dumps({"id": f"h{i}", "query": h, "response": h, "available_facts": CONTEXT}) for i, h in enumerate(valid)
     )
     result = CliRunner().invoke(app, ["score", "-j", "rag_hallucination", "--backend", "offline", "-"], input=lines)
     assert result.exit_code == 0, result.output
-    records = [json.loads(line) for line in result.output.strip().splitlines()]
-    assert len(records) == len(HOSTILE)
+    records = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
+    assert len(records) == len(valid)
     for rec in records:
         p = rec["confidence"]["offline"]["p_reject"]
         assert p is None or 0.0 <= p <= 1.0
+    # Text that is not valid Unicode is an input error at the CLI (exit 2, naming line and field).
+    bad = json.dumps({"query": "q", "response": HOSTILE[2], "available_facts": CONTEXT})
+    broken = CliRunner().invoke(app, ["score", "-j", "rag_hallucination", "--backend", "offline", "-"], input=bad)
+    assert broken.exit_code == 2 and "<stdin>:1: field response" in broken.output
 
 
 def test_training_refuses_measure_only_datasets(tmp_path: Path) -> None:
