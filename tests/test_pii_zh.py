@@ -38,6 +38,12 @@ def test_an_address_is_the_run_of_place_names_ending_in_a_house_number() -> None
     assert [f.method for f in detect_pii(text, "zh") if f.kind == "address"] == ["lac:LOC"]
 
 
+def test_a_name_before_an_address_stays_a_name() -> None:
+    text = "李明住在上海市浦东新区世纪大道100号5楼。"
+    found = [(f.kind, f.text) for f in detect_pii(text, "zh")]
+    assert found == [("person", "李明"), ("address", "上海市浦东新区世纪大道100号5楼")]
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -100,7 +100,13 @@ def _with_chinese_ner(text: str, found: list[PiiFinding], wanted: set[str]) -> l
 
     extra, vetoes = ner_findings(text, _lexicon().zh_surnames)
 
+    ner_addresses = [(f.start, f.end) for f in extra if f.kind == "address"]
+
     def vetoed(f: PiiFinding) -> bool:
+        if f.method == "regex:street_zh":
+            # The model's address has the better boundaries: the regex takes any Han run before the
+            # street ("李明住在上海市…路5号"), which would swallow the name in front of it.
+            return any(a[0] < f.end and f.start < a[1] for a in ner_addresses)
         return f.method.startswith("name:zh") and any(v[0] <= f.start and f.end <= v[1] for v in vetoes)
 
     return [f for f in found if not vetoed(f)] + [f for f in extra if f.kind in wanted]
