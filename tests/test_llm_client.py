@@ -231,3 +231,14 @@ async def test_a_bare_400_for_one_request_does_not_demote_the_servers_format(scr
         after = await client.complete(MESSAGES, schema=SCHEMA)
     assert err.value.calls == 3  # json_schema, json_object, plain prompting: all counted
     assert after.mode == "json_schema" and after.calls == 1
+
+
+async def test_clients_of_one_server_share_its_in_flight_limit() -> None:
+    # The service builds one client per backend; together they must not exceed the server's limit.
+    with ScriptedLLM(default=Reply(content='{"a": 1}'), latency=0.2) as server:
+        async with _client(server, concurrency=2) as first, _client(server, concurrency=2) as second:
+            calls = [c.complete([{"role": "user", "content": f"q{i}"}]) for i in range(3) for c in (first, second)]
+            replies = await asyncio.gather(*calls)
+        peak = server.peak_active
+    assert len(replies) == 6 and all(r.text == '{"a": 1}' for r in replies)
+    assert peak == 2

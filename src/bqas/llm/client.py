@@ -5,7 +5,8 @@ Structured output: ``json_schema`` response format where the server supports it,
 ``schema`` for llama.cpp servers (they answer 500 to ``json_schema``), plain prompting otherwise. In
 ``auto`` mode the client starts with ``json_schema`` and steps down when the server rejects the response
 format, remembering what worked. Retries use exponential backoff with jitter and honour ``Retry-After``
-on 429/503; a semaphore caps concurrent requests; every call's tokens are counted.
+on 429/503; a limit per server caps the requests in flight (halved after a timeout); every request
+and its tokens are counted.
 
 The transport is aiohttp: at the concurrency a judge run needs (64-128 requests in flight) it costs
 about 0.15 ms of CPU per request here, where httpx cost about 3 ms (see benchmarks/bench_engine.py).
@@ -28,7 +29,7 @@ import orjson
 
 from bqas.llm.cache import CachedReply, ResponseCache, cache_key
 from bqas.llm.logprobs import TokenLogprob, parse_logprobs, tokens_in_span
-from bqas.llm.servers import traits_for
+from bqas.llm.servers import InFlight, in_flight_for, traits_for
 
 MODES: tuple[str, ...] = ("json_schema", "json_object", "prompt")
 
@@ -162,41 +163,6 @@ def _names(status: int, body: str, param: str) -> bool:
     return re.search(rf"(?<![\w-]){param}(?![\w-])", body.lower()) is not None
 
 
-class _InFlight:
-    """At most ``limit`` requests in flight to the server.
-
-    After a timeout the limit halves (down to one): a server that cannot keep up gets fewer requests,
-    not more retries on top of the abandoned ones. It grows back by one after ``limit`` answers in a row.
-    """
-
-    def __init__(self, limit: int):
-        self.max = max(1, limit)
-        self.limit = self.max
-        self.active = 0
-        self._ok = 0
-        self._cond = asyncio.Condition()
-
-    async def __aenter__(self) -> None:
-        async with self._cond:
-            await self._cond.wait_for(lambda: self.active < self.limit)
-            self.active += 1
-
-    async def __aexit__(self, *exc: object) -> None:
-        async with self._cond:
-            self.active -= 1
-            self._cond.notify_all()
-
-    def timed_out(self) -> None:
-        self.limit = max(1, self.limit // 2)
-        self._ok = 0
-
-    def answered(self) -> None:
-        self._ok += 1
-        if self.limit < self.max and self._ok >= self.limit:
-            self.limit += 1
-            self._ok = 0
-
-
 class LLMClient:
     """Chat completions with structured output, retries, concurrency limit, token counts and a cache."""
 
@@ -204,7 +170,7 @@ class LLMClient:
         self.config = config
         self.usage = Usage()
         self.server = traits_for(config.base_url)
-        self._limit: _InFlight | None = None
+        self._limit: InFlight | None = None
         self._http: aiohttp.ClientSession | None = None
         self._url = config.base_url.rstrip("/") + "/chat/completions"
         self._headers = {"Content-Type": "application/json", **config.extra_headers}
@@ -212,7 +178,7 @@ class LLMClient:
             self._headers["Authorization"] = f"Bearer {config.api_key}"
         self.cache = ResponseCache(config.cache_path) if config.cache_path else None
 
-    def _session(self) -> tuple[aiohttp.ClientSession, _InFlight]:
+    def _session(self) -> tuple[aiohttp.ClientSession, InFlight]:
         # Created on first use, inside the running event loop (aiohttp binds a session to its loop).
         if self._http is None or self._http.closed or self._limit is None:
             connector = aiohttp.TCPConnector(limit=max(1, self.config.concurrency))
@@ -220,7 +186,8 @@ class LLMClient:
             self._http = aiohttp.ClientSession(
                 connector=connector, timeout=timeout, headers=self._headers, json_serialize=_json_dumps
             )
-            self._limit = _InFlight(self.config.concurrency)
+            # One limit per server, shared by every client of it (the service has one per backend).
+            self._limit = in_flight_for(self.config.base_url, asyncio.get_running_loop(), self.config.concurrency)
         return self._http, self._limit
 
     async def __aenter__(self) -> LLMClient:

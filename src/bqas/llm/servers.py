@@ -3,13 +3,50 @@
 Every client for the same ``base_url`` (the service builds one per backend, a run one per engine) shares
 one record, so a negotiation is paid once per server: the structured-output format that worked (or the
 formats it rejected, remembered even when the next try timed out), whether it refuses token
-log-probabilities, and whether it honours ``n`` (several samples in one request).
+log-probabilities, whether it honours ``n`` (several samples in one request), and the limit on
+requests in flight to it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from dataclasses import dataclass, field
+
+
+class InFlight:
+    """At most ``limit`` requests in flight to one server, from all clients in one event loop.
+
+    After a timeout the limit halves (down to one): a server that cannot keep up gets fewer requests,
+    not more retries on top of the abandoned ones. It grows back by one after ``limit`` answers in a row.
+    """
+
+    def __init__(self, limit: int):
+        self.max = max(1, limit)
+        self.limit = self.max
+        self.active = 0
+        self._ok = 0
+        self._cond = asyncio.Condition()
+
+    async def __aenter__(self) -> None:
+        async with self._cond:
+            await self._cond.wait_for(lambda: self.active < self.limit)
+            self.active += 1
+
+    async def __aexit__(self, *exc: object) -> None:
+        async with self._cond:
+            self.active -= 1
+            self._cond.notify_all()
+
+    def timed_out(self) -> None:
+        self.limit = max(1, self.limit // 2)
+        self._ok = 0
+
+    def answered(self) -> None:
+        self._ok += 1
+        if self.limit < self.max and self._ok >= self.limit:
+            self.limit += 1
+            self._ok = 0
 
 
 @dataclass
@@ -20,6 +57,8 @@ class ServerTraits:
     rejected_modes: set[str] = field(default_factory=set)
     logprobs: bool | None = None
     n: bool | None = None
+    # The in-flight limit and the event loop it belongs to (asyncio primitives are bound to one loop).
+    in_flight: tuple[asyncio.AbstractEventLoop, InFlight] | None = None
 
 
 _lock = threading.Lock()
@@ -40,3 +79,16 @@ def forget_servers() -> None:
     """Forget every server (tests start each scripted server on a fresh port; a reused port is a new server)."""
     with _lock:
         _traits.clear()
+
+
+def in_flight_for(base_url: str, loop: asyncio.AbstractEventLoop, limit: int) -> InFlight:
+    """The in-flight limit of the server at ``base_url`` in ``loop``; clients asking for less lower it."""
+    traits = traits_for(base_url)
+    with _lock:
+        if traits.in_flight is None or traits.in_flight[0] is not loop:
+            traits.in_flight = (loop, InFlight(limit))
+        shared = traits.in_flight[1]
+        if limit < shared.max:
+            shared.max = max(1, limit)
+            shared.limit = min(shared.limit, shared.max)
+        return shared
