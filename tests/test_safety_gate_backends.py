@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import httpx
 import pytest
+from typer.testing import CliRunner
 
+from bqas.cli.main import app
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
@@ -98,3 +102,45 @@ def test_setting_switches_the_gate_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert build_engine(Settings(), backend="offline").options.safety_gate is False
     monkeypatch.delenv("BQAS_SAFETY_GATE")
     assert build_engine(Settings(), backend="offline").options.safety_gate is True
+
+
+def test_bqas_score_backend_llm_fails_pii(bqas_home: Path) -> None:
+    with ScriptedLLM(default=Reply(content=json.dumps(FOOLED))) as server:
+        args = ["score", "-", "-j", "voice", "--backend", "llm", "--base-url", server.base_url, "--model", "m"]
+        result = CliRunner().invoke(app, args, input=json.dumps(_sample(PII)))
+    record = json.loads(result.stdout.strip().splitlines()[-1])
+    assert record["verdict"] == "failed" and record["safety"] == "fail" and record["safety_gate"] == "checked"
+
+
+def test_bqas_run_backend_llm_fails_pii(tmp_path: Path, bqas_home: Path) -> None:
+    rows = [{"id": "s1", **_sample(PII)}, {"id": "s2", **_sample("Notiert: Die Schülerin fehlte heute.")}]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("name: pii-llm\njudges: [voice]\nbackend: llm\ndataset: data.jsonl\n", encoding="utf-8")
+    with ScriptedLLM(default=Reply(content=json.dumps(FOOLED))) as server:
+        llm = ["--base-url", server.base_url, "--model", "m", "--no-progress", "--out", str(tmp_path / "o")]
+        CliRunner().invoke(app, ["run", str(scenario), *llm])
+    lines = (tmp_path / "o" / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    verdicts = {r["sample_id"]: r["verdict"] for r in map(json.loads, lines)}
+    assert verdicts == {"s1": "failed", "s2": "production_ready"}
+
+
+def test_api_score_backend_llm_fails_pii(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_service_api import _start
+
+    with ScriptedLLM(default=Reply(content=json.dumps(FOOLED))) as server:
+        monkeypatch.setenv("BQAS_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("BQAS_JUDGE_MODEL", "m")
+        sample = _sample(PII)
+        body = {
+            "judges": ["voice"],
+            "question": sample["user_input"],
+            "answer": sample["response"],
+            "sample": {"detected_intent": sample["detected_intent"], "expected_intent": sample["expected_intent"]},
+            "backend": "llm",
+        }
+        for svc in _start(tmp_path):
+            r = httpx.post(f"{svc.url}/api/score", json=body, headers={"Authorization": f"Bearer {svc.key_a}"})
+            assert r.status_code == 200, r.text
+            [record] = r.json()
+            assert record["verdict"] == "failed" and record["safety_gate"] == "checked"
