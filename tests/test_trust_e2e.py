@@ -127,7 +127,9 @@ def test_fit_run_review_refit(tmp_path: Path, llm_env: ScriptedLLM, monkeypatch:
     assert by["unsure"]["decided_by"] == "human" and by["unsure"]["decision"] == "escalate"
     assert "low confidence" in by["unsure"]["escalation_reasons"]
     assert all(r["profile_id"] == profile.id for r in records.values())
-    assert records["hostile-1"]["decision"] in ("accept", "reject", "escalate")
+    hostile_rec = records["hostile-1"]
+    assert hostile_rec["decision"] == "escalate" and hostile_rec["decided_by"] == "human"  # manipulation rule
+    assert any(r.startswith("judge manipulation") for r in hostile_rec["escalation_reasons"])
     assert "llm" not in by["plain"]["confidence"]  # offline decided: the LLM was not asked
     asked = [json.dumps(r["messages"]) for r in llm_env.requests[before:]]
     assert not any("Die Klasse" in m for m in asked)

@@ -11,6 +11,8 @@ if TYPE_CHECKING:
     from bqas.trust.profile import CalibrationProfile, TierProfile
 
 LOW_CONFIDENCE = "low confidence"
+# Deterministic rules whose escalation no profile may override: a person must look, whatever p_reject says.
+HARD_ESCALATIONS = ("judge manipulation",)
 
 
 def tier_score(result: JudgmentResult, tier: TierProfile) -> float | None:
@@ -30,6 +32,9 @@ def apply_profile(result: JudgmentResult, profile: CalibrationProfile) -> None:
     """Set ``decision``, ``decided_by`` and ``profile_id``; an escalated result goes to human review
     with the reason ``low confidence``. The first tier (offline, then LLM) that is certified to decide does."""
     result.profile_id = profile.id
+    if any(r.startswith(HARD_ESCALATIONS) for r in result.escalation_reasons):
+        result.decision, result.decided_by, result.escalation = "escalate", "human", "human_review"
+        return
     for tier in profile.tiers:
         if tier.tier not in result.confidence:
             continue
