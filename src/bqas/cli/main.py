@@ -192,6 +192,14 @@ def run_cmd(
             help="Calibration profile (bqas calibrate fit) of a judge: decide or escalate each result (repeatable).",
         ),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Count samples, LLM calls, prompt tokens (estimated) and cost; send and store nothing.",
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: print the estimate as JSON.")] = False,
 ) -> None:
     """Run a scenario: grade every sample, store results, print a summary, write reports.
 
@@ -201,6 +209,13 @@ def run_cmd(
     default 0), 2 on a usage, configuration or input error (also: no valid sample, or the run failed).
     A run that dies can be continued: bqas run --resume RUN_ID
     """
+    if dry_run:
+        from bqas.cli.dry_run import dry_run as estimate
+        from bqas.judging.factory import LLMOverrides
+
+        overrides = LLMOverrides(base_url=base_url, model=model, structured_output=structured_output, cache=False)
+        estimate(scenario, resume, backend, language, overrides, as_json)
+        return
     from bqas.cli.run import run_scenario
 
     run_scenario(

@@ -1,0 +1,76 @@
+"""``bqas run --dry-run``: print what the run would send (samples, LLM calls, tokens, cost); send nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from bqas.judging.factory import LLMOverrides
+
+
+def dry_run(
+    scenario_path: Path | None,
+    resume: str | None,
+    backend: str | None,
+    language: str | None,
+    overrides: LLMOverrides,
+    as_json: bool,
+) -> None:
+    """Count a scenario's samples, LLM calls and prompt tokens and price them; nothing is stored or sent."""
+    from bqas.runner.dry_run import estimate_run
+    from bqas.runner.run import RunRequest, _engine_for
+    from bqas.runner.scenario import ScenarioError, load_scenario
+    from bqas.settings import get_settings
+
+    if resume is not None or scenario_path is None:
+        typer.echo("error: --dry-run: give a scenario file (a resumed run is not estimated)", err=True)
+        raise typer.Exit(2)
+    if backend is not None and backend not in ("auto", "llm", "offline"):
+        typer.echo(f"error: --backend: expected auto, llm or offline, got {backend!r}", err=True)
+        raise typer.Exit(2)
+    settings = get_settings()
+    try:
+        scenario = load_scenario(scenario_path)
+        request = RunRequest(scenario_path=scenario_path, backend=backend, language=language, overrides=overrides)
+        engine = _engine_for(scenario, request, settings, None)
+        llm = scenario.llm
+        prices = (
+            llm.price_prompt_per_mtok if llm.price_prompt_per_mtok is not None else settings.price_prompt_per_mtok,
+            llm.price_completion_per_mtok
+            if llm.price_completion_per_mtok is not None
+            else settings.price_completion_per_mtok,
+        )
+        est = estimate_run(engine, scenario, prices, backend or scenario.backend, language)
+    except (ScenarioError, ValueError, KeyError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(est.as_dict(), ensure_ascii=False, indent=2))
+        return
+    from bqas.textsafe import console_text
+
+    data = est.as_dict()
+    typer.echo(console_text(f"dry run of {est.scenario} (nothing sent, nothing stored)"))
+    typer.echo(f"backend {est.backend} · model {est.model or '–'}")
+    typer.echo(f"samples {est.samples} · judgments {est.work_items} · invalid {est.invalid}")
+    typer.echo(f"LLM calls {est.llm_calls} (at least; a retry after an invalid reply adds one)")
+    typer.echo(f"prompt tokens ~{est.prompt_tokens} ({data['tokenizer']})")
+    for judge, row in est.by_judge.items():
+        typer.echo(
+            f"  {judge}: {row['items']} judgments, {row['llm_calls']} LLM calls, ~{row['prompt_tokens']} prompt tokens"
+        )
+    if est.ragas_items:
+        typer.echo(
+            f"RAGAS: {est.ragas_items} samples × {len(scenario.metrics)} metrics; their LLM calls are not estimated"
+        )
+    if est.max_completion_tokens is not None and est.llm_calls:
+        typer.echo(f"completion tokens at most {est.max_completion_tokens} (the judges' max_tokens)")
+    if est.prompt_cost_usd is None:
+        typer.echo("cost: n/a (no price configured: price_prompt_per_mtok / BQAS_PRICE_PROMPT_PER_MTOK)")
+    else:
+        upper = f", at most ${est.max_cost_usd:.4f} with completions" if est.max_cost_usd is not None else ""
+        typer.echo(f"cost: prompts ~${est.prompt_cost_usd:.4f}{upper}")
+    for error in est.errors:
+        typer.echo(console_text(f"invalid: {error}"))
