@@ -26,15 +26,16 @@ def _items(n: int, seed: int, llm: bool = False) -> list[LabelledItem]:
 
 def _config() -> ProfileConfig:
     spec = default_registry().get("rag_hallucination")
-    from bqas.trust.offline import model_for
+    from bqas.offline.methods import load_builtin_methods
+    from bqas.trust.offline import offline_model_id
 
-    model = model_for(spec)
+    load_builtin_methods()
     return ProfileConfig(
         backend="auto",
         model="judge-1",
         judge_hash=judge_hash(spec),
         prompt_hashes=prompt_hashes(spec),
-        offline_model=model.id if model else None,
+        offline_model=offline_model_id(spec),
     )
 
 
@@ -100,6 +101,10 @@ def test_a_profile_for_another_judge_or_prompt_is_refused(tmp_path: Path) -> Non
     changed.configuration.judge_hash = "x"
     with pytest.raises(ProfileError, match="another configuration"):
         check_profile(changed, spec, backend="auto", model="judge-1")
+    other = profile.model_copy(deep=True)
+    other.configuration.offline_model = "grounding-lr-older+rag_hallucination-offline-old"
+    with pytest.raises(ProfileError, match="fitted with offline p_reject model"):
+        check_profile(other, spec, backend="auto", model="judge-1")
 
 
 def test_broken_profile_file_names_file_and_field(tmp_path: Path) -> None:

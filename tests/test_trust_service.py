@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from bqas.judging.spec import default_registry
+from bqas.offline.methods import load_builtin_methods
 from bqas.service.app import create_app
 from bqas.service.config import ServiceSettings
 from bqas.service.testing import ServiceServer
@@ -16,7 +17,7 @@ from bqas.settings import Settings
 from bqas.store.db import open_store
 from bqas.store.service import create_api_key
 from bqas.trust.fit import LabelledItem, Targets, fit_profile
-from bqas.trust.offline import model_for
+from bqas.trust.offline import offline_model_id
 from bqas.trust.profile import ProfileConfig, judge_hash
 
 SAMPLE = {
@@ -29,10 +30,10 @@ SAMPLE = {
 
 def _profile(judge: str, path: Path) -> str:
     spec = default_registry().get(judge)
-    model = model_for(spec)
     items = [LabelledItem(f"r{k}", "de", True, 0.9 + k / 10_000) for k in range(200)]
     items += [LabelledItem(f"a{k}", "de", False, 0.01 + k / 2_000) for k in range(200)]
-    config = ProfileConfig(backend="offline", judge_hash=judge_hash(spec), offline_model=model.id if model else None)
+    load_builtin_methods()  # offline p_reject providers register with their methods
+    config = ProfileConfig(backend="offline", judge_hash=judge_hash(spec), offline_model=offline_model_id(spec))
     profile = fit_profile(items, judge=judge, config=config, targets=Targets(), source="test")
     path.parent.mkdir(parents=True, exist_ok=True)
     profile.dump(path)

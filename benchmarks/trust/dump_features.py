@@ -51,7 +51,7 @@ def main() -> None:
                 label = human_reject(sample.labels, spec.scoring.gates)
                 if label is None:
                     continue
-                feats, risk = offline_features(offline, spec, check_inputs(spec, sample.sample), sample.language)
+                feats, risk, conf = offline_features(offline, spec, check_inputs(spec, sample.sample), sample.language)
                 row = {
                     "id": sample.id,
                     "judge": spec.name,
@@ -59,6 +59,9 @@ def main() -> None:
                     "tags": sample.sample.get("tags") or [],
                     "reject": label,
                     "risk": risk,
+                    "p_reject": conf.p_reject,  # what the engine gives (provider or generic model)
+                    "p_method": conf.method,
+                    "p_model": conf.model,
                     "features": feats,
                 }
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")

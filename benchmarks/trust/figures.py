@@ -4,11 +4,12 @@
     nice .venv/bin/python benchmarks/trust/dump_features.py
     nice .venv/bin/python benchmarks/trust/figures.py [--splits 50] [--json out.json]
 
-For each set: the shipped offline p_reject model's ROC-AUC, and over repeated random halves (thresholds
-fitted on one half with bqas.trust.thresholds.fit_tier, measured on the other): mean coverage, mean
-realised FNR/FPR on the test halves, and how often the realised test-half rate exceeded the target.
-Three scores per set: the shipped model (in-sample for the sets it was fitted on), a leave-one-set-out
-refit for the rag_hallucination sets (the model never saw the set), and the raw risk 1 - composite/100.
+For each set: the ROC-AUC of the offline p_reject the engine gives (rag_hallucination: the learned
+grounding scorer's p_unfaithful where it scores, else the generic p_reject model; rag_privacy: the
+generic model), and over repeated random halves (thresholds fitted on one half with
+bqas.trust.thresholds.fit_tier, measured on the other): mean coverage, mean realised FNR/FPR on the test
+halves, how often the test-half rate exceeded the target, and how often the test half demonstrates a
+violation (its one-sided 90 % lower bound above the target). Also the raw risk 1 - composite/100.
 MEMERAG was never fitted on; its rows are split by source language too.
 """
 
@@ -24,7 +25,6 @@ from sklearn.metrics import roc_auc_score
 
 from bqas.trust.offline import LogisticModel, _shipped
 from bqas.trust.thresholds import decide, fit_tier
-from bqas.trust.train import fit_model
 
 HALLU = ["rag_faithfulness_en", "hallucination_en", "attribution_en", "hallucination_zh"]
 SETS = {
@@ -38,6 +38,19 @@ TARGETS = [(0.02, 0.05), (0.05, 0.05), (0.10, 0.10)]
 def _load(path: Path) -> list[dict]:
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
+
+
+IN_SAMPLE = {"rag_faithfulness_en", "hallucination_en", "attribution_en", "hallucination_zh", "pii_de"}
+
+
+def _engine_p(row: dict, model: LogisticModel) -> float:
+    """The offline p_reject the engine gives: the provider's (learned grounding scorer) where it scored,
+    else the shipped generic model on the same features (recomputed, so a refitted model counts)."""
+    if row.get("p_method") == "learned-grounding":
+        return float(row["p_reject"])
+    if row.get("p_reject") is None and row.get("p_method") is None:
+        return np.nan  # the model refused (evidence outside its training data): never auto-decided
+    return model.predict(row["features"])
 
 
 def halves(scores: np.ndarray, y: np.ndarray, fnr: float, fpr: float, splits: int, seed: int) -> dict:
@@ -100,26 +113,23 @@ def main() -> None:
         model = _shipped(judge)
         assert model is not None
         y = np.array([r["reject"] for r in rows], dtype=bool)
-        scores: dict[str, np.ndarray] = {"shipped": np.array([model.predict(r["features"]) for r in rows])}
         base = name.split("_memerag")[0] if name.startswith("memerag_") else name
-        if base in HALLU:
-            others = [r for s in HALLU if s != base for r in data[s]]
-            loo = LogisticModel.from_dict(
-                fit_model([r["features"] for r in others], [r["reject"] for r in others], judge=judge, model_id="loo"),
-                "loo",
-            )
-            scores["leave-one-out"] = np.array([loo.predict(r["features"]) for r in rows])
+        scores: dict[str, np.ndarray] = {"offline p_reject": np.array([_engine_p(r, model) for r in rows])}
         scores["raw risk"] = np.array([np.nan if r["risk"] is None else r["risk"] for r in rows])
+        learned = sum(1 for r in rows if r.get("p_method") == "learned-grounding")
         for kind, s in scores.items():
             ok = ~np.isnan(s)
             auc = roc_auc_score(y[ok], s[ok]) if ok.any() and 0 < y[ok].sum() < ok.sum() else None
             row = {
                 "set": name,
                 "score": kind,
-                "in_sample": kind == "shipped" and (base in HALLU or base == "pii_de"),
+                # Fitted on this set's DEV rows: the learned grounding scorer (MTRAG, BEGIN, HalluQA) and/or
+                # the generic p_reject model (those and HaluEval, GermEval). MEMERAG: never.
+                "in_sample": kind == "offline p_reject" and base in IN_SAMPLE,
                 "n": len(y),
                 "rejects": int(y.sum()),
                 "scored": int(ok.sum()),
+                "learned_scorer_rows": learned,
                 "roc_auc": auc,
                 "distinct": len(np.unique(s[ok])),
                 "targets": {},

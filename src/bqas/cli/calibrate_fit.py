@@ -113,7 +113,7 @@ def fit_cmd(
     from bqas.judging.spec import default_registry
     from bqas.settings import check_language, get_settings
     from bqas.trust.fit import Targets, fit_profile
-    from bqas.trust.offline import model_for
+    from bqas.trust.offline import offline_model_id
     from bqas.trust.profile import ProfileConfig, judge_hash, prompt_hashes
 
     settings = get_settings()
@@ -148,13 +148,13 @@ def fit_cmd(
     items, unlabelled = labelled_items(spec, outcomes, score)
     if not items:
         raise _fail(f"{gold}: no sample with an accept/reject label (verdict or a gate label)")
-    off_model = model_for(spec)
+    off_model = offline_model_id(spec)
     profile_config = ProfileConfig(
         backend=backend,
         model=used_model,
         judge_hash=judge_hash(spec),
         prompt_hashes=prompt_hashes(spec) if backend != "offline" else {},
-        offline_model=off_model.id if off_model and backend != "llm" else None,
+        offline_model=off_model if backend != "llm" else None,
     )
     targets = Targets(fnr_max=fnr_max, fpr_max=fpr_max, delta=delta, offline_share=offline_share, joint=joint)
     profile = fit_profile(items, judge=judge, config=profile_config, targets=targets, source=str(gold), score=score)  # type: ignore[arg-type]

@@ -267,7 +267,7 @@ def _trust_provider(
 def _register_provider() -> None:
     from bqas.trust.offline import register_offline_provider
 
-    register_offline_provider("rag_hallucination", _trust_provider)
+    register_offline_provider("rag_hallucination", _trust_provider, model_id=lambda: load_model().model_id)
 
 
 _register_provider()

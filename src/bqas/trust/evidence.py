@@ -9,16 +9,19 @@ from bqas.trust.features import extract_features
 
 if TYPE_CHECKING:
     from bqas.judging.offline import OfflineJudge
+    from bqas.judging.result import TierConfidence
     from bqas.judging.spec import JudgeSpec
     from bqas.offline.methods import MethodResult
 
 
 def offline_features(
     offline: OfflineJudge, spec: JudgeSpec, values: Mapping[str, Any], language: str
-) -> tuple[dict[str, float], float | None]:
-    """The feature dict the offline ``p_reject`` model sees for this sample, and the tier's raw risk."""
-    from bqas.trust.offline import raw_risk
+) -> tuple[dict[str, float], float | None, TierConfidence]:
+    """The features the generic offline ``p_reject`` model sees for this sample, the tier's raw risk, and
+    the offline confidence the engine gives (a registered provider's, else the generic model's)."""
+    from bqas.trust.offline import offline_confidence, raw_risk
 
     evidence: dict[str, MethodResult] = {}
     dims, _ = offline.evaluate(spec, values, language, evidence)
-    return extract_features(spec, values, dims, evidence), raw_risk(spec, dims)
+    conf = offline_confidence(spec, values, dims, evidence)
+    return extract_features(spec, values, dims, evidence), raw_risk(spec, dims), conf

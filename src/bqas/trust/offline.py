@@ -37,11 +37,32 @@ OfflineProvider = Callable[
     TierConfidence,
 ]
 _PROVIDERS: dict[str, OfflineProvider] = {}
+_PROVIDER_IDS: dict[str, Callable[[], str]] = {}
 
 
-def register_offline_provider(judge: str, provider: OfflineProvider) -> None:
-    """Use ``provider`` for the offline ``p_reject`` of ``judge`` (overrides model files)."""
+def register_offline_provider(
+    judge: str, provider: OfflineProvider, model_id: str | Callable[[], str] | None = None
+) -> None:
+    """Use ``provider`` for the offline ``p_reject`` of ``judge`` (overrides model files).
+
+    ``model_id`` names what the provider scores with (a string or a function giving it); calibration
+    profiles record it, so a profile fitted with another model is refused."""
     _PROVIDERS[judge] = provider
+    if model_id is None:
+        _PROVIDER_IDS.pop(judge, None)
+    else:
+        _PROVIDER_IDS[judge] = model_id if callable(model_id) else (lambda: str(model_id))
+
+
+def offline_model_id(spec: JudgeSpec) -> str | None:
+    """The identity of the judge's offline p_reject: the provider's model id and/or the fitted model's id."""
+    parts = []
+    if spec.name in _PROVIDERS:
+        parts.append(_PROVIDER_IDS[spec.name]() if spec.name in _PROVIDER_IDS else f"provider:{spec.name}")
+    model = model_for(spec)
+    if model is not None:
+        parts.append(model.id)
+    return "+".join(parts) or None
 
 
 @dataclass(frozen=True)

@@ -127,8 +127,10 @@ def check_profile(
     profile: CalibrationProfile, spec: JudgeSpec, *, backend: str, model: str | None, where: str = "profile"
 ) -> None:
     """Refuse a profile fitted for another judge, configuration, model or prompt (ProfileError says which)."""
-    from bqas.trust.offline import model_for
+    from bqas.offline.methods import load_builtin_methods
+    from bqas.trust.offline import offline_model_id
 
+    load_builtin_methods()  # providers register when their method modules load
     cfg = profile.configuration
     if profile.judge != spec.name:
         raise ProfileError(f"{where}: fitted for judge {profile.judge!r}, not {spec.name!r}")
@@ -138,11 +140,9 @@ def check_profile(
             f"{where}: fitted for another configuration of judge {spec.name} (judge hash {cfg.judge_hash}, "
             f"now {current}); refit with `bqas calibrate fit`"
         )
-    off = model_for(spec)
-    if profile.tier("offline") is not None and cfg.offline_model != (off.id if off else None):
-        raise ProfileError(
-            f"{where}: fitted with offline p_reject model {cfg.offline_model!r}, now {off.id if off else None!r}"
-        )
+    off = offline_model_id(spec)
+    if profile.tier("offline") is not None and cfg.offline_model != off:
+        raise ProfileError(f"{where}: fitted with offline p_reject model {cfg.offline_model!r}, now {off!r}")
     if profile.tier("llm") is not None and backend != "offline":
         if cfg.model is not None and model is not None and cfg.model != model:
             raise ProfileError(f"{where}: its LLM tier was fitted for model {cfg.model!r}, not {model!r}")
