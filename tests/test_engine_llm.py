@@ -192,3 +192,25 @@ async def test_reasoning_in_another_language_is_flagged(
     rec = await _judge(_engine(scripted_llm), language=language)
     assert rec["reasoning_language_mismatch"] is mismatch
     assert any("reasoning came back" in w for w in rec["warnings"]) is mismatch  # type: ignore[union-attr]
+
+
+def test_bqas_run_counts_the_attempts_of_an_unreachable_llm(tmp_path: Path, bqas_home: Path) -> None:
+    # Issue 12.20: a run whose samples stayed unscored because the LLM answered 500 said llm_calls: 0.
+    from typer.testing import CliRunner
+
+    from bqas.cli.main import app
+
+    rows = [{"id": f"s{i}", **SAMPLE} for i in range(2)]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("name: down\njudges: [voice]\nbackend: llm\ndataset: data.jsonl\n", encoding="utf-8")
+    with ScriptedLLM(default=Reply(status=500)) as server:
+        args = ["run", str(scenario), "--base-url", server.base_url, "--model", "m", "--no-progress", "--no-cache"]
+        CliRunner(env={"BQAS_LLM_MAX_RETRIES": "1"}).invoke(app, [*args, "--out", str(tmp_path / "o")])
+        sent = len(server.requests)
+    records = [json.loads(x) for x in (tmp_path / "o" / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert all(r["status"] == "unscored" for r in records)
+    assert sum(r["llm_calls"] for r in records) == sent == 4  # 2 samples x (1 call + 1 retry)
+    runs = json.loads(CliRunner().invoke(app, ["runs", "--json"]).output)
+    shown = json.loads(CliRunner().invoke(app, ["show", runs[0]["id"], "--json"]).output)
+    assert shown["summary"]["llm_calls"] == sent
