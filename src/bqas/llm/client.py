@@ -268,8 +268,8 @@ class LLMClient:
         ``accept`` decides whether the reply may be cached (the engine passes its validator), so a reply
         that failed validation is never replayed from the cache. ``max_tokens`` is the caller's limit on
         the reply (a judge's ``max_tokens``); a configured ``max_tokens`` (``BQAS_LLM_MAX_TOKENS``) wins
-        over it. ``temperature`` overrides the configuration for this call. ``top_logprobs=k`` asks for token log-probabilities with
-        ``k`` alternatives each (0-20); a server that refuses them is remembered and asked without, and
+        over it. ``temperature`` overrides the configuration for this call. ``top_logprobs=k`` asks for
+        token log-probabilities with ``k`` alternatives each (0-20); a server that refuses them is remembered and asked without, and
         the completion then has ``logprobs=None``. Such a call skips the cache lookup (a cached reply has
         no log-probabilities) but still stores its reply, unless ``cache_first``: then a cached reply is
         used as it is (without log-probabilities) and only a miss asks the server for them.
