@@ -13,13 +13,12 @@ worst cases in a bounded heap and the listed escalations/unscored/invalid sample
 from __future__ import annotations
 
 import heapq
-import itertools
 import json
 import math
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -28,6 +27,16 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from bqas.report.charts import (
+    SCALE_5,
+    SCALE_100,
+    Svg,
+    gate_chart,
+    histogram_chart,
+    risk_coverage_chart,
+    verdict_chart,
+    verdict_css,
+)
 from bqas.report.junit import as_list, clean_text
 
 __all__ = ["write_html_report"]
@@ -38,13 +47,6 @@ _TEMPLATE = "report.html.j2"
 # The verdicts of the judge policy; a pass is ``production_ready``.
 _VERDICT_ORDER = ("production_ready", "needs_review", "failed", "unscored", "invalid")
 _PASS_VERDICTS = frozenset({"production_ready"})
-_VERDICT_CSS = {
-    "production_ready": "ok",
-    "needs_review": "warn",
-    "failed": "bad",
-    "unscored": "muted",
-    "invalid": "err",
-}
 
 # Long untrusted texts are clipped so one runaway response cannot bloat the report.
 _MAX_TEXT = 4000
@@ -53,205 +55,18 @@ _MAX_DISTINCT = 200
 _TOP_K = 8
 
 
-# --------------------------------------------------------------------------------------------------
-# SVG geometry handed to the template
-
-
-@dataclass(frozen=True)
-class Rect:
-    """A filled rectangle of a chart, with a hover title (SVG ``<title>``, works without JS)."""
-
-    x: float
-    y: float
-    w: float
-    h: float
-    css: str
-    title: str
-
-
-@dataclass(frozen=True)
-class Label:
-    """A text label of a chart."""
-
-    x: float
-    y: float
-    text: str
-    anchor: str = "start"
-    css: str = ""
-
-
-@dataclass(frozen=True)
-class Line:
-    """An axis or grid line."""
-
-    x1: float
-    y1: float
-    x2: float
-    y2: float
-
-
-@dataclass
-class Svg:
-    """One inline SVG chart."""
-
-    width: int
-    height: int
-    title: str
-    rects: list[Rect] = field(default_factory=list)
-    labels: list[Label] = field(default_factory=list)
-    lines: list[Line] = field(default_factory=list)
-
-
-def _verdict_css(verdict: str) -> str:
-    return _VERDICT_CSS.get(verdict, "other")
-
-
-def _verdict_chart(rows: list[tuple[str, int]], total: int) -> Svg:
-    """Horizontal bars, one per verdict, with count and share."""
-    row_h, label_w, bar_w = 26, 120, 330
-    svg = Svg(width=label_w + bar_w + 110, height=row_h * max(len(rows), 1) + 8, title="verdict counts")
-    top = max((count for _, count in rows), default=0) or 1
-    for i, (verdict, count) in enumerate(rows):
-        y = 4 + i * row_h
-        w = bar_w * count / top
-        share = f"{100 * count / total:.1f} %" if total else "–"
-        svg.labels.append(Label(label_w - 8, y + 17, verdict, "end"))
-        svg.rects.append(Rect(label_w, y + 3, max(w, 1.0), row_h - 8, _verdict_css(verdict), f"{verdict}: {count}"))
-        svg.labels.append(Label(label_w + w + 6, y + 17, f"{count}  ({share})", "start", "num"))
-    return svg
-
-
-@dataclass(frozen=True)
-class _Scale:
-    lo: float
-    hi: float
-    bins: int
-    name: str
-
-    def index(self, x: float) -> int:
-        i = int((x - self.lo) / (self.hi - self.lo) * self.bins)
-        return min(max(i, 0), self.bins - 1)  # the top edge (5 or 100) belongs to the last bin
-
-    def edge(self, i: int) -> float:
-        return self.lo + (self.hi - self.lo) * i / self.bins
-
-
-_SCALE_5 = _Scale(1.0, 5.0, 8, "1–5")
-_SCALE_100 = _Scale(0.0, 100.0, 10, "0–100")
-
-
-def _histogram_chart(counts: list[int], scale: _Scale, title: str) -> Svg:
-    """Vertical bars over a fixed scale, edges labelled below, the tallest count on the y axis."""
-    left, right, top, plot_h = 34, 16, 10, 100  # right margin: room for the last edge label
-    plot_w = 270
-    svg = Svg(width=left + plot_w + right, height=top + plot_h + 26, title=title)
-    peak = max(counts, default=0) or 1
-    bw = plot_w / scale.bins
-    base = top + plot_h
-    svg.lines.append(Line(left, base, left + plot_w, base))
-    svg.lines.append(Line(left, top, left, base))
-    svg.labels.append(Label(left - 4, top + 8, str(max(counts, default=0)), "end", "axis"))
-    svg.labels.append(Label(left - 4, base, "0", "end", "axis"))
-    for i, count in enumerate(counts):
-        h = plot_h * count / peak
-        lo, hi = scale.edge(i), scale.edge(i + 1)
-        closing = "]" if i == scale.bins - 1 else ")"
-        svg.rects.append(
-            Rect(
-                left + i * bw + 1,
-                base - h,
-                bw - 2,
-                h,
-                "hist",
-                f"[{_fmt_edge(lo)}, {_fmt_edge(hi)}{closing}: {count}",
-            )
-        )
-    step = 2 if scale.bins > 8 else 1
-    for i in range(0, scale.bins + 1, step):
-        svg.labels.append(Label(left + i * bw, base + 14, _fmt_edge(scale.edge(i)), "middle", "axis"))
-    return svg
-
-
-def _gate_chart(n_pass: int, n_fail: int, n_other: int) -> Svg:
-    """One stacked bar: pass / fail (/ other values) shares of a gate."""
-    width = 300
-    svg = Svg(width=width, height=44, title="gate results")
-    total = n_pass + n_fail + n_other
-    x = 0.0
-    for css, name, count in (("ok", "pass", n_pass), ("bad", "fail", n_fail), ("other", "other", n_other)):
-        if not count:
-            continue
-        w = width * count / total
-        svg.rects.append(Rect(x, 4, w, 22, css, f"{name}: {count}"))
-        if w > 44:
-            svg.labels.append(Label(x + 6, 20, f"{name} {count}", "start", "on-bar"))
-        x += w
-    if not total:
-        svg.labels.append(Label(0, 20, "no measured value", "start", "axis"))
-    return svg
-
-
-def _risk_coverage_chart(judge: str, tier: Mapping[str, Any]) -> Svg:
-    """Risk-coverage of one tier on its calibration data: error rate (FNR for auto-accept, FPR for
-    auto-reject) against the share of calibration items the threshold decides; dashed-free target marks."""
-    left, top, plot_w, plot_h = 52, 22, 300, 150
-    svg = Svg(width=left + plot_w + 150, height=top + plot_h + 42, title=f"{judge} {tier.get('tier')}: risk-coverage")
-    base = top + plot_h
-    curves = tier.get("curves") or {}
-    points = [p for c in curves.values() for p in c]
-    y_max = max(
-        [0.05, *(float(p[1]) for p in points), float(tier.get("fnr_max") or 0), float(tier.get("fpr_max") or 0)]
-    )
-    y_max = min(1.0, y_max * 1.1)
-
-    def xy(cov: float, rate: float) -> tuple[float, float]:
-        return left + cov * plot_w, base - min(rate, y_max) / y_max * plot_h
-
-    svg.lines += [Line(left, base, left + plot_w, base), Line(left, top, left, base)]
-    for frac in (0.0, 0.5, 1.0):
-        svg.labels.append(Label(left + frac * plot_w, base + 13, f"{frac:.0%}", "middle", "axis"))
-    svg.labels.append(Label(left - 4, top + 4, f"{y_max:.0%}", "end", "axis"))
-    svg.labels.append(Label(left - 4, base, "0%", "end", "axis"))
-    svg.labels.append(
-        Label(left + plot_w / 2, base + 30, "coverage: share of calibration items auto-decided", "middle", "axis")
-    )
-    svg.labels.append(Label(4, top - 8, "error rate on calibration data (FNR / FPR)", "start", "axis"))
-    series = (("accept", "ok", "fnr_max", "auto-accept: FNR"), ("reject", "bad", "fpr_max", "auto-reject: FPR"))
-    for i, (side, css, target_key, name) in enumerate(series):
-        pts = [(float(p[0]), float(p[1])) for p in curves.get(side) or []]
-        for (c1, r1), (c2, r2) in itertools.pairwise(pts):
-            x1, y1 = xy(c1, r1)
-            x2, y2 = xy(c2, r2)
-            svg.lines.append(Line(x1, y1, x2, y2))
-        for cov, rate in pts:
-            x, y = xy(cov, rate)
-            svg.rects.append(Rect(x - 2, y - 2, 4, 4, css, f"{name} {rate:.2%} at coverage {cov:.1%}"))
-        target = tier.get(target_key)
-        if isinstance(target, int | float):
-            _, ty = xy(0, float(target))
-            svg.rects.append(Rect(left, ty - 0.5, plot_w, 1, css, f"target {target_key} {target:g}"))
-        svg.rects.append(Rect(left + plot_w + 12, top + 6 + i * 18, 8, 8, css, name))
-        svg.labels.append(Label(left + plot_w + 24, top + 14 + i * 18, name, "start", "axis"))
-    svg.labels.append(Label(left + plot_w + 12, top + 54, "line: target", "start", "axis"))
-    return svg
-
-
 def _trust_view(run: Mapping[str, Any], trust: dict[str, Any] | None) -> dict[str, Any] | None:
     """The report's trust-or-escalate section: coverage per tier and language, bounds, charts."""
     profiles = [p for p in as_list(run.get("profiles")) if isinstance(p, Mapping)]
     if trust is None and not profiles:
         return None
     charts = [
-        {"judge": p.get("judge"), "id": p.get("id"), "tier": t, "chart": _risk_coverage_chart(str(p.get("judge")), t)}
+        {"judge": p.get("judge"), "id": p.get("id"), "tier": t, "chart": risk_coverage_chart(str(p.get("judge")), t)}
         for p in profiles
         for t in as_list(p.get("tiers"))
         if isinstance(t, Mapping)
     ]
     return {"stats": trust, "profiles": profiles, "charts": charts}
-
-
-def _fmt_edge(x: float) -> str:
-    return f"{x:g}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -350,8 +165,8 @@ class _DimAcc:
         self.name = name
         self.kinds: Counter[str] = Counter()
         self.moments = _Moments()
-        self.hist5 = [0] * _SCALE_5.bins
-        self.hist100 = [0] * _SCALE_100.bins
+        self.hist5 = [0] * SCALE_5.bins
+        self.hist100 = [0] * SCALE_100.bins
         self.vmin = math.inf
         self.vmax = -math.inf
         self.gates: Counter[str] = Counter()
@@ -387,8 +202,8 @@ class _DimAcc:
         if kind == "score":
             x = float(value)
             self.moments.add(x)
-            self.hist5[_SCALE_5.index(x)] += 1
-            self.hist100[_SCALE_100.index(x)] += 1
+            self.hist5[SCALE_5.index(x)] += 1
+            self.hist100[SCALE_100.index(x)] += 1
             self.vmin, self.vmax = min(self.vmin, x), max(self.vmax, x)
             offline = _as_float(entry.get("offline_value"))
             if offline is not None:
@@ -414,13 +229,13 @@ class _DimAcc:
         if kind == "score" and self.moments.n:
             # The unit is not in the record, so it is inferred: all values within [1, 5] read as a
             # 1–5 rating, anything else as a 0–100 score (the two scales judges use).
-            sc = _SCALE_5 if self.vmin >= 1.0 and self.vmax <= 5.0 else _SCALE_100
+            sc = SCALE_5 if self.vmin >= 1.0 and self.vmax <= 5.0 else SCALE_100
             scale = sc.name
-            counts = self.hist5 if sc is _SCALE_5 else self.hist100
-            chart = _histogram_chart(counts, sc, f"{judge}: {self.name} distribution")
+            counts = self.hist5 if sc is SCALE_5 else self.hist100
+            chart = histogram_chart(counts, sc, f"{judge}: {self.name} distribution", x_title=self.name)
         elif kind == "gate":
             other = sum(c for k, c in self.gates.items() if k not in ("pass", "fail"))
-            chart = _gate_chart(self.gates["pass"], self.gates["fail"], other)
+            chart = gate_chart(self.gates["pass"], self.gates["fail"], other)
         return DimView(
             name=self.name,
             kind=kind,
@@ -490,13 +305,13 @@ class _JudgeAcc:
     def __init__(self) -> None:
         self.group = _GroupAcc()
         self.dims: dict[str, _DimAcc] = {}
-        self.hist_composite = [0] * _SCALE_100.bins
+        self.hist_composite = [0] * SCALE_100.bins
 
     def add(self, record: Mapping[str, Any], verdict: str) -> None:
         self.group.add(record, verdict)
         composite = _as_float(record.get("composite_score"))
         if composite is not None:
-            self.hist_composite[_SCALE_100.index(composite)] += 1
+            self.hist_composite[SCALE_100.index(composite)] += 1
         dims = record.get("dimensions")
         if isinstance(dims, Mapping):
             for name, entry in dims.items():
@@ -872,7 +687,7 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=_num, val=_val, pct=_pct, signed=_signed, when=_when, verdict_css=_verdict_css)
+    env.filters.update(num=_num, val=_val, pct=_pct, signed=_signed, when=_when, verdict_css=verdict_css)
     return env
 
 
@@ -1002,7 +817,9 @@ def write_html_report(
             {
                 "name": name,
                 "group": acc.group.view(name),
-                "composite_chart": _histogram_chart(acc.hist_composite, _SCALE_100, f"{name}: composite")
+                "composite_chart": histogram_chart(
+                    acc.hist_composite, SCALE_100, f"{name}: composite", x_title="composite score"
+                )
                 if acc.group.composite.n
                 else None,
                 "dims": [d.view(name) for d in acc.dims.values()],
@@ -1032,7 +849,7 @@ def write_html_report(
         "counted": counted,
         "mismatch": mismatch,
         "verdict_counts": stats.verdicts,
-        "verdict_chart": _verdict_chart(verdict_rows, stats.total),
+        "verdict_chart": verdict_chart(verdict_rows, stats.total),
         "all_verdicts": all_verdicts,
         "n_records": stats.total,
         "judges": judges,
