@@ -21,12 +21,14 @@ from bqas.review.sessions import COOKIE, SessionManager
 from bqas.review.settings import ReviewSettings, get_review_settings
 from bqas.review.web import review_router
 from bqas.store.db import Store
+from bqas.viewer.web import viewer_router
 
 
 class LocalReview:
-    """A review app for the local tenant: ``app``, the process-only ``key`` and the one-time ``start_path``."""
+    """A review app (with the results viewer) for the local tenant: ``app``, the process-only ``key`` and the
+    one-time ``start_path``, which leads to ``landing`` (default: the queue)."""
 
-    def __init__(self, store: Store, settings: ReviewSettings | None = None):
+    def __init__(self, store: Store, settings: ReviewSettings | None = None, *, landing: str | None = None):
         settings = settings or get_review_settings()
         self.store = store
         self.key = "bqas_local_" + secrets.token_urlsafe(32)
@@ -39,6 +41,10 @@ class LocalReview:
         self.start_path = f"/start/{self._start_token}"
         app = FastAPI(title="BQAS local review", docs_url=None, redoc_url=None, openapi_url=None)
         app.include_router(review_router(store, auth, settings=settings))
+        # The results viewer (bqas view) under the same login: BQAS_REVIEW_PATH/runs.
+        app.include_router(viewer_router(store, auth, settings=settings))
+        # Where the start link leads (``bqas view`` lands on its runs; a path inside this app only).
+        target = landing if landing is not None and landing.startswith("/") else f"{base}/queue"
 
         @app.get("/")
         def root() -> Response:
@@ -50,7 +56,7 @@ class LocalReview:
                 return Response("This start link was used already: log in with the key printed by `bqas review`.", 403)
             result = sessions.login(self.key)
             assert result is not None  # the key was added above
-            response = RedirectResponse(f"{base}/queue", status_code=303)
+            response = RedirectResponse(target, status_code=303)
             response.set_cookie(
                 COOKIE,
                 result[0],

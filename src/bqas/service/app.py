@@ -49,6 +49,7 @@ from bqas.service.worker import JobWorker
 from bqas.settings import Settings, get_settings
 from bqas.store.db import Store, open_store
 from bqas.store.service import get_job, ping
+from bqas.viewer.web import viewer_router
 
 DOCS_STATIC = "/docs/static"
 log = logging.getLogger("uvicorn.error")  # shown by uvicorn at the default log level
@@ -248,6 +249,7 @@ def create_app(
     install_error_handlers(app)
     if state.review:
         app.include_router(review_router(state.store, state.auth))
+        app.include_router(viewer_router(state.store, state.auth))
 
     @app.post(
         "/api/score",

@@ -1,0 +1,284 @@
+"""The results viewer's pages: a FastAPI router with server-rendered HTML, behind the review login.
+
+Mounted under the review path (``/review/runs``) so the review session cookie, whose path is the review
+path, covers it: ``bqas view`` serves it for local runs (tenant ``@local``), ``bqas serve`` for each
+tenant's own runs (a run's ``config.tenant``; CLI runs belong to ``@local``). Pages:
+``/review/runs`` (the runs), ``/review/runs/{run}`` (every sample: search, filters, sort, paging, the
+composite histogram, per-tag breakdown, risk–coverage of the run's calibration profiles),
+``/review/runs/{run}/results/{id}`` (one sample), ``/review/runs/compare?a=A&b=B`` (two runs).
+All paging and filtering happens in SQL; the templates autoescape every stored text.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
+
+from bqas.auth.keys import Authenticator
+from bqas.auth.tenants import LOCAL_TENANT
+from bqas.report.junit import clean_text
+from bqas.review.sessions import COOKIE, SessionManager, SessionView
+from bqas.review.settings import ReviewSettings, get_review_settings
+from bqas.review.web import _num, _pretty, _secure, parse_page
+from bqas.store.db import Store
+from bqas.store.models import Run
+from bqas.viewer import query
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from bqas.runner.compare import Comparison
+
+MAX_ID = 2**63 - 1
+_TEXT_LIMIT = 20_000  # one runaway input is clipped on the page (the store keeps it whole)
+
+
+@cache
+def _templates() -> jinja2.Environment:
+    import jinja2
+
+    env = jinja2.Environment(
+        # The viewer's pages extend the review page's base.html (same look, header and keyboard script).
+        loader=jinja2.ChoiceLoader(
+            [jinja2.PackageLoader("bqas.viewer", "templates"), jinja2.PackageLoader("bqas.review", "templates")]
+        ),
+        autoescape=True,
+        # Characters HTML cannot carry (control characters, lone surrogates) become visible \\xNN escapes.
+        # Markup (macro output, already escaped) passes as it is.
+        finalize=lambda v: clean_text(v) if isinstance(v, str) and not isinstance(v, Markup) else v,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["pretty"] = lambda v: _clip(_pretty(v))
+    env.filters["num"] = _num
+    return env
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _TEXT_LIMIT else text[:_TEXT_LIMIT] + f" … ({len(text) - _TEXT_LIMIT} more characters)"
+
+
+def run_tenant(run: Run) -> str:
+    """Whose run this is: ``config.tenant`` where a service wrote it, else the local CLI tenant."""
+    config = run.config if isinstance(run.config, Mapping) else {}
+    tenant = config.get("tenant")
+    return tenant if isinstance(tenant, str) and tenant else LOCAL_TENANT
+
+
+class _CompareCache:
+    """The bootstrap comparison of two finished runs, computed once (it streams both runs)."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._items: dict[tuple[str, str], Comparison] = {}
+        self._lock = threading.Lock()
+
+    def get(self, store: Store, a: Run, b: Run) -> Comparison:
+        from bqas.runner.compare import compare_runs
+
+        key = (a.id, b.id)
+        final = a.status != "running" and b.status != "running"
+        with self._lock:
+            hit = self._items.get(key)
+        if hit is not None and final:
+            return hit
+        result = compare_runs(store.iter_records(a.id), store.iter_records(b.id))
+        if final:
+            with self._lock:
+                if len(self._items) >= self.size:
+                    self._items.pop(next(iter(self._items)))
+                self._items[key] = result
+        return result
+
+
+def _query(values: Mapping[str, str], **extra: str) -> str:
+    merged = {**values, **extra}
+    return urlencode({k: v for k, v in merged.items() if v and not (k == "sort" and v == "seq")})
+
+
+def _risk_charts(run: Run) -> list[dict[str, Any]]:
+    from bqas.report.charts import risk_coverage_chart
+
+    config = run.config if isinstance(run.config, Mapping) else {}
+    charts = []
+    for brief in config.get("profile_briefs") or []:
+        if not isinstance(brief, Mapping):
+            continue
+        for tier in brief.get("tiers") or []:
+            if isinstance(tier, Mapping):
+                judge = str(brief.get("judge"))
+                charts.append({"judge": judge, "tier": tier.get("tier"), "chart": risk_coverage_chart(judge, tier)})
+    return charts
+
+
+def _dimension_rows(record: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Measured dimensions with their tier values; the names of those not measured (shown as one line)."""
+    rows, not_measured = [], []
+    dims = record.get("dimensions")
+    for name, prov in dims.items() if isinstance(dims, Mapping) else []:
+        if not isinstance(prov, Mapping):
+            continue
+        if prov.get("measured", True) is False:
+            not_measured.append(str(name))
+            continue
+        rows.append({"name": str(name), **{k: prov.get(k) for k in ("value", "backend", "method", "model", "note")}})
+        rows[-1]["offline"] = prov.get("offline_value")
+        rows[-1]["llm"] = prov.get("llm_value")
+    return rows, not_measured
+
+
+def viewer_router(
+    store: Store,
+    auth: Authenticator,
+    *,
+    settings: ReviewSettings | None = None,
+) -> APIRouter:
+    """The viewer's router, at ``BQAS_REVIEW_PATH``/runs (the review session's cookie path covers it)."""
+    settings = settings or get_review_settings()
+    review = settings.review_path.rstrip("/")
+    base = f"{review}/runs"
+    sessions = SessionManager(store, auth, hours=settings.review_session_hours)
+    comparisons = _CompareCache()
+    router = APIRouter(prefix=base, include_in_schema=False)
+
+    def render(name: str, session: SessionView, status: int = 200, **context: Any) -> Response:
+        # ``base`` is the review path for the shared header and script; ``vbase`` the viewer's own.
+        html = _templates().get_template(name).render(base=review, vbase=base, session=session, **context)
+        return _secure(HTMLResponse(html, status_code=status))
+
+    def error(session: SessionView, status: int, title: str, message: str) -> Response:
+        return render("view_error.html", session, status, title=title, message=message)
+
+    def current(request: Request) -> SessionView | None:
+        return sessions.resolve(request.cookies.get(COOKIE))
+
+    def to_login() -> Response:
+        return _secure(RedirectResponse(f"{review}/login", status_code=303))
+
+    def visible_run(session: SessionView, run_id: str) -> Run | None:
+        run = store.get_run(run_id) if 0 < len(run_id) <= 64 else None
+        return run if run is not None and run_tenant(run) == session.tenant else None
+
+    @router.get("")
+    @router.get("/")
+    def runs_page(request: Request) -> Response:
+        session = current(request)
+        if session is None:
+            return to_login()
+        runs = [r for r in store.list_runs(limit=500) if run_tenant(r) == session.tenant]
+        return render("runs.html", session, runs=runs[:100])
+
+    @router.get("/compare")
+    def compare_page(request: Request) -> Response:
+        session = current(request)
+        if session is None:
+            return to_login()
+        a_id, b_id = request.query_params.get("a") or "", request.query_params.get("b") or ""
+        run_a, run_b = visible_run(session, a_id), visible_run(session, b_id)
+        if run_a is None or run_b is None:
+            missing = "a" if run_a is None else "b"
+            return error(session, 404, "No such run", f"{missing}: no run with that id")
+        try:
+            page = parse_page(request.query_params.get("page"))
+        except ValueError as exc:
+            return error(session, 400, "Bad page", str(exc))
+        changed_only = request.query_params.get("changed") == "1"
+        pairs, total = query.paired_results(store, run_a.id, run_b.id, page=page, changed_only=changed_only)
+        result = comparisons.get(store, run_a, run_b)
+        return render(
+            "compare.html",
+            session,
+            a=run_a,
+            b=run_b,
+            pairs=pairs,
+            total=total,
+            page=page,
+            pages=max(1, -(-total // query.PAGE_SIZE)),
+            changed_only=changed_only,
+            comparison=result,
+            worse=len(result.worse),
+            query=urlencode({"a": run_a.id, "b": run_b.id, **({"changed": "1"} if changed_only else {})}),
+        )
+
+    @router.get("/{run_id}")
+    def run_page(request: Request, run_id: str) -> Response:
+        session = current(request)
+        if session is None:
+            return to_login()
+        run = visible_run(session, run_id)
+        if run is None:
+            return error(session, 404, "No such run", f"No run with id {run_id[:80]!r}.")
+        try:
+            flt, values = query.parse_run_filter(request.query_params)
+            page = parse_page(request.query_params.get("page"))
+        except ValueError as exc:
+            return error(session, 400, "Bad filter", str(exc))
+        if flt.baseline and visible_run(session, flt.baseline) is None:
+            return error(session, 400, "Bad filter", f"baseline: no run with id {flt.baseline!r}")
+        from bqas.report.charts import SCALE_100, histogram_chart
+
+        rows, total = query.list_results(store, run.id, flt, page=page)
+        others = [r for r in store.list_runs(limit=100) if r.id != run.id and run_tenant(r) == session.tenant]
+        return render(
+            "run.html",
+            session,
+            run=run,
+            rows=rows,
+            total=total,
+            page=page,
+            pages=max(1, -(-total // query.PAGE_SIZE)),
+            filters=values,
+            query=_query(values),
+            sorts=list(query.SORTS),
+            decisions=query.DECISIONS,
+            facets=query.run_facets(store, run.id),
+            intents=query.distinct_values(store, run.id, "intent"),
+            tags=query.tag_breakdown(store, run.id),
+            histogram=histogram_chart(
+                query.composite_histogram(store, run.id), SCALE_100, "composite score", x_title="composite score"
+            ),
+            risk_charts=_risk_charts(run),
+            others=others[:50],
+            sort_links={s: _query(values, sort=s) for s in query.SORTS},
+        )
+
+    @router.get("/{run_id}/results/{result_id}")
+    def result_page(request: Request, run_id: str, result_id: int) -> Response:
+        session = current(request)
+        if session is None:
+            return to_login()
+        run = visible_run(session, run_id)
+        record = query.get_result(store, run.id, result_id) if run is not None and 1 <= result_id <= MAX_ID else None
+        if run is None or record is None:
+            return error(session, 404, "Not found", "No such result in this run.")
+        dims, not_measured = _dimension_rows(record)
+        baseline = request.query_params.get("baseline") or ""
+        other = None
+        if baseline:
+            base_run = visible_run(session, baseline)
+            found = query.record_by_key(store, base_run.id, str(record["_key"])) if base_run else None
+            if found is not None:
+                other = {"run": baseline, "id": found[0], "verdict": found[1].get("verdict")}
+        confidence = record.get("confidence") if isinstance(record.get("confidence"), Mapping) else {}
+        return render(
+            "result.html",
+            session,
+            run=run,
+            rec=record,
+            dims=dims,
+            not_measured=not_measured,
+            confidence=confidence,
+            expected=record.get("expected") if isinstance(record.get("expected"), Mapping) else None,
+            inputs=record.get("inputs") if isinstance(record.get("inputs"), Mapping) else {},
+            other=other,
+            review_link=f"{review}/queue?" + urlencode({"run": run.id, "status": "any"}),
+        )
+
+    return router

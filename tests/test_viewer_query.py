@@ -1,0 +1,165 @@
+"""The viewer's SQL (bqas.viewer.query): every filter, the sort and the paging against a plain-Python
+reading of the same records, on SQLite and (when BQAS_TEST_POSTGRES_URL is set) PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import delete
+
+from bqas.store.db import Store, open_store
+from bqas.store.models import Run
+from bqas.viewer.query import (
+    RunFilter,
+    composite_histogram,
+    list_results,
+    paired_results,
+    parse_run_filter,
+    run_facets,
+    tag_breakdown,
+)
+from viewer_runs import HOSTILE, make_run, record
+
+PG_URL = os.environ.get("BQAS_TEST_POSTGRES_URL")
+BACKENDS = [
+    "sqlite",
+    pytest.param("postgresql", marks=pytest.mark.skipif(not PG_URL, reason="no PostgreSQL (CI starts one)")),
+]
+N = 600
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    url = f"sqlite:///{tmp_path / 'v.sqlite'}" if request.param == "sqlite" else PG_URL
+    assert url is not None
+    st = open_store(url)
+    with st.session.begin() as s:
+        s.execute(delete(Run).where(Run.id.in_(["vq-a", "vq-b"])))  # a reused PostgreSQL test database
+    make_run(st, "vq-a", N, seed=1)
+    make_run(st, "vq-b", N, seed=2, shift=-6.0)
+    yield st
+    with st.session.begin() as s:
+        s.execute(delete(Run).where(Run.id.in_(["vq-a", "vq-b"])))
+    st.engine.dispose()
+
+
+def _records(seed: int, shift: float = 0.0) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    return [record(i, "x", rng, shift) for i in range(N)]
+
+
+def _ids(store: Store, flt: RunFilter, run: str = "vq-a") -> list[str]:
+    out: list[str] = []
+    page = 1
+    while True:
+        rows, total = list_results(store, run, flt, page=page, size=200)
+        out += [r.sample_id for r in rows]
+        if len(out) >= total:
+            assert len(out) == total
+            return out
+        page += 1
+
+
+def _expect(pred: Any) -> list[str]:
+    return [r["sample_id"] for r in _records(1) if pred(r)]
+
+
+def test_every_filter_matches_a_plain_reading_of_the_records(store: Store) -> None:
+    cases: list[tuple[dict[str, str], Any]] = [
+        ({"verdict": "failed"}, lambda r: r["verdict"] == "failed"),
+        ({"decision": "escalate"}, lambda r: r["decision"] == "escalate"),
+        ({"decision": "none"}, lambda r: r["decision"] is None),
+        ({"judge": "voice"}, lambda r: True),
+        ({"language": "zh"}, lambda r: r["language"] == "zh"),
+        ({"intent": "music.play"}, lambda r: r["intent"] == "music.play"),
+        ({"tag": "regression"}, lambda r: "regression" in r["tags"]),
+        ({"tag": "长尾"}, lambda r: "长尾" in r["tags"]),
+        ({"dim": "faithfulness", "min": "4"}, lambda r: r["faithfulness"] >= 4),
+        ({"dim": "faithfulness", "min": "2", "max": "3"}, lambda r: 2 <= r["faithfulness"] <= 3),
+        # Not-measured values are not in a dimension range.
+        ({"dim": "coherence", "min": "0"}, lambda r: r["dimensions"]["coherence"]["measured"]),
+        ({"escalated": "yes"}, lambda r: r["escalation"] is not None),
+        ({"escalated": "no"}, lambda r: r["escalation"] is None),
+        ({"unscored": "yes"}, lambda r: r["status"] == "unscored"),
+        ({"q": "s00012"}, lambda r: "s00012" in r["sample_id"]),
+        ({"q": "上海"}, lambda r: "上海" in r["inputs"]["user_input"]),
+        ({"q": "{{ 7*7 }}"}, lambda r: r["inputs"]["user_input"] == HOSTILE),
+        ({"q": "100%"}, lambda r: False),  # % is a literal, not a wildcard
+        ({"q": "s_0001"}, lambda r: False),  # _ too
+        ({"language": "de", "verdict": "production_ready", "tag": "weather"}, None),
+    ]
+    for params, pred in cases:
+        flt, _ = parse_run_filter(params)
+        if pred is None:
+            expected = _expect(
+                lambda r: r["language"] == "de" and r["verdict"] == "production_ready" and "weather" in r["tags"]
+            )
+        else:
+            expected = _expect(pred)
+        assert _ids(store, flt) == expected, params
+    assert _ids(store, parse_run_filter({"escalated": "yes"})[0])  # the data has some of each
+    assert _ids(store, parse_run_filter({"unscored": "yes"})[0])
+
+
+def test_changed_vs_baseline_and_the_baseline_column(store: Store) -> None:
+    a, b = _records(1), _records(2, -6.0)
+    changed = [y["sample_id"] for x, y in zip(a, b, strict=True) if x["verdict"] != y["verdict"]]
+    flt, _ = parse_run_filter({"baseline": "vq-a", "changed": "yes"})
+    assert changed and _ids(store, flt, "vq-b") == changed
+    rows, _total = list_results(store, "vq-b", parse_run_filter({"baseline": "vq-a"})[0], size=5)
+    assert [r.baseline_verdict for r in rows] == [x["verdict"] for x in a[:5]]
+
+
+def test_sort_pages_and_nulls_last(store: Store) -> None:
+    scored = sorted((r for r in _records(1) if r["composite_score"] is not None), key=lambda r: -r["composite_score"])
+    rows, total = list_results(store, "vq-a", parse_run_filter({"sort": "-composite"})[0], page=1, size=10)
+    assert total == N and [r.composite for r in rows] == [r["composite_score"] for r in scored[:10]]
+    last, _ = list_results(store, "vq-a", parse_run_filter({"sort": "composite"})[0], page=N // 10, size=10)
+    assert last[-1].composite is None  # unscored results come last, not first
+    second, _ = list_results(store, "vq-a", RunFilter(), page=2, size=10)
+    assert [r.seq for r in second] == list(range(10, 20))
+
+
+def test_facets_tags_histogram_and_pairs(store: Store) -> None:
+    recs = _records(1)
+    facets = run_facets(store, "vq-a")
+    assert dict(facets.languages) == {"de": 200, "en": 200, "zh": 200}
+    assert sum(n for _, n in facets.verdicts) == N
+    tags = {t["tag"]: t for t in tag_breakdown(store, "vq-a")}
+    assert tags["regression"]["n"] == sum("regression" in r["tags"] for r in recs)
+    assert tags["weather"]["failed"] == sum("weather" in r["tags"] and r["verdict"] == "failed" for r in recs)
+    hist = composite_histogram(store, "vq-a")
+    scores = [r["composite_score"] for r in recs if r["composite_score"] is not None]
+    assert sum(hist) == len(scores)
+    assert hist[9] == sum(90 <= s <= 100 for s in scores) and hist[0] == sum(s < 10 for s in scores)
+    pairs, total = paired_results(store, "vq-a", "vq-b", size=N)
+    assert total == N
+    flags = [p.changed for p in pairs]
+    assert any(flags) and flags == sorted(flags, reverse=True)  # changed verdicts first
+    only, n_changed = paired_results(store, "vq-a", "vq-b", changed_only=True)
+    assert all(p.changed for p in only) and n_changed == sum(flags)
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"decision": "maybe"}, "decision"),
+        ({"dim": "x'); DROP TABLE results; --"}, "dim"),
+        ({"dim": "faithfulness", "min": "abc"}, "min"),
+        ({"dim": "faithfulness", "max": "nan"}, "max"),
+        ({"min": "1"}, "min/max"),
+        ({"escalated": "perhaps"}, "escalated"),
+        ({"changed": "yes"}, "changed"),
+        ({"sort": "id; --"}, "sort"),
+        ({"q": "x" * 201}, "q"),
+        ({"baseline": "../etc"}, "baseline"),
+    ],
+)
+def test_bad_filters_name_the_parameter(params: dict[str, str], field: str) -> None:
+    with pytest.raises(ValueError, match=f"^{field}: "):
+        parse_run_filter(params)
