@@ -607,3 +607,15 @@ def test_junit_validates_against_the_jenkins_xunit_schema(
     assert errors == []
     write_junit(out, {"scenario": "leer"}, iter([]))
     schema.validate(str(out))
+
+
+def test_every_histogram_names_both_axes(html: str) -> None:
+    """Issue 17: the report's histograms had no axis names (only edge numbers)."""
+    charts = re.findall(r"<svg class=\"chart\".*?</svg>", html, re.S)
+    histograms = [c for c in charts if 'class="f-hist"' in c]
+    assert histograms
+    for chart in histograms:
+        texts = re.findall(r"<text[^>]*>([^<]*)</text>", chart)
+        assert "samples" in texts, texts
+        assert any(re.search(r"\(scale (1–5|0–100)\)$", t) for t in texts), texts
+    assert any(">composite score (scale 0–100)</text>" in c for c in histograms)
