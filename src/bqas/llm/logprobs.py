@@ -54,9 +54,24 @@ def _logprob(value: Any) -> float | None:
 
 def _token_bytes(entry: dict[str, Any], token: str) -> bytes:
     raw = entry.get("bytes")
-    if isinstance(raw, list) and all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256 for b in raw):
-        return bytes(raw)
+    if isinstance(raw, list):
+        try:
+            return bytes(raw)  # ints in 0..255, else TypeError/ValueError
+        except (TypeError, ValueError):
+            pass
     return token.encode("utf-8", errors="surrogatepass")
+
+
+def _alternatives(raw_top: Any) -> tuple[tuple[str, float], ...]:
+    if not isinstance(raw_top, list):
+        return ()
+    top: list[tuple[str, float]] = []
+    for alt in raw_top[:MAX_TOP]:
+        if isinstance(alt, dict) and isinstance(alt.get("token"), str):
+            alt_lp = _logprob(alt.get("logprob"))
+            if alt_lp is not None:
+                top.append((alt["token"], alt_lp))
+    return tuple(top)
 
 
 def parse_logprobs(raw: Any, text: str) -> list[TokenLogprob] | None:
@@ -66,45 +81,44 @@ def parse_logprobs(raw: Any, text: str) -> list[TokenLogprob] | None:
     content = raw.get("content")
     if not isinstance(content, list) or not content or len(content) > MAX_TOKENS:
         return None
-    parsed: list[tuple[str, float, tuple[tuple[str, float], ...], bytes]] = []
+    parsed: list[tuple[str, float, tuple[tuple[str, float], ...]]] = []
     for entry in content:
         if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
             return None
         logprob = _logprob(entry.get("logprob"))
         if logprob is None:
             return None
-        top: list[tuple[str, float]] = []
-        raw_top = entry.get("top_logprobs")
-        if isinstance(raw_top, list):
-            for alt in raw_top[:MAX_TOP]:
-                alt_lp = _logprob(alt.get("logprob")) if isinstance(alt, dict) else None
-                if alt_lp is not None and isinstance(alt.get("token"), str):
-                    top.append((alt["token"], alt_lp))
-        token = entry["token"]
-        parsed.append((token, logprob, tuple(top), _token_bytes(entry, token)))
-    bounds = _bounds([p[3] for p in parsed], text)
+        parsed.append((entry["token"], logprob, _alternatives(entry.get("top_logprobs"))))
+    bounds = _bounds([p[0] for p in parsed], content, text)
     tokens: list[TokenLogprob] = []
-    for i, (token, logprob, alternatives, _) in enumerate(parsed):
+    for i, (token, logprob, alternatives) in enumerate(parsed):
         offset, end = bounds[i] if bounds else (None, None)
         tokens.append(TokenLogprob(token, logprob, offset, end, alternatives))
     return tokens
 
 
-def _bounds(pieces: Sequence[bytes], text: str) -> list[tuple[int, int]] | None:
-    """``(offset, end)`` of each token; ``None`` unless the tokens' bytes spell ``text`` exactly.
+def _bounds(strings: Sequence[str], content: Sequence[dict[str, Any]], text: str) -> list[tuple[int, int]] | None:
+    """``(offset, end)`` of each token; ``None`` unless the tokens spell ``text`` exactly.
 
-    Byte-level tokenizers may split one character over two tokens: a token's bounds count only the
-    characters completed by the bytes before and including it, so such a token may be empty (offset ==
-    end) and the next one holds the character.
+    Usually the token strings do (then their lengths are the bounds). Byte-level tokenizers may split one
+    character over two tokens, whose strings then hold replacement characters: their ``bytes`` spell the
+    text, and a token's bounds count only the characters completed by the bytes up to and including it,
+    so such a token may be empty (offset == end) and the next one holds the character.
     """
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    if "".join(strings) == text:
+        for token in strings:
+            bounds.append((start, start + len(token)))
+            start += len(token)
+        return bounds
+    pieces = [_token_bytes(entry, token) for entry, token in zip(content, strings, strict=True)]
     try:
         if b"".join(pieces).decode("utf-8") != text:
             return None
     except UnicodeDecodeError:
         return None
     decoder = codecs.getincrementaldecoder("utf-8")()
-    bounds: list[tuple[int, int]] = []
-    start = 0
     for piece in pieces:
         end = start + len(decoder.decode(piece))
         bounds.append((start, end))
