@@ -298,8 +298,10 @@ def test_grounding_not_measured_and_empty() -> None:
         assert r.value is None and r.note
     assert grounding.claim_invention_gate({"answer": "", "facts": FACTS_DE}, ctx).value == "pass"
     assert grounding.unsupported_claims({"answer": "", "facts": FACTS_DE}, ctx).value == []
-    r = grounding.claim_grounding({"answer": "Okay!", "facts": FACTS_DE}, ctx)
-    assert r.value is None and r.note == "no checkable claims"
+    # An empty or trivially short answer grounds nothing the question asked for (issue 12 item 3).
+    for answer in ("", "Okay!", "好的"):
+        r = grounding.claim_grounding({"answer": answer, "facts": FACTS_DE}, ctx)
+        assert r.value == 0.0 and r.note and "trivially short" in r.note
 
 
 def test_sentence_splitting_respects_abbreviations_and_chinese() -> None:

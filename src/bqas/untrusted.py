@@ -5,7 +5,7 @@ samples), ``bqas score`` input, the HTTP request models, and the LLM's replies. 
 
 - **Inputs** (datasets, ``bqas score``, API requests) are *rejected* when they hold text that is not
   valid Unicode (a lone surrogate such as ``"\\ud800"`` cannot be stored, embedded or written as UTF-8),
-  a non-finite number (``NaN``, ``Infinity``: not JSON), or values nested deeper than
+  a non-finite number (``NaN``, ``Infinity``: not JSON), an integer beyond 64 bits, or values nested deeper than
   :data:`MAX_DEPTH`. The sample becomes an ``invalid`` record naming line and field; the API answers 422
   naming the field. Nothing is silently altered in what a user asked to be judged.
 - **LLM replies** are *repaired*: lone surrogates become U+FFFD and the result carries a warning; a
@@ -28,6 +28,7 @@ MAX_DEPTH = 32
 # check_value then reports with its line and field instead of a UnicodeDecodeError traceback.
 FILE_ERRORS = "surrogateescape"
 REPLACEMENT = "\ufffd"
+_INT_MIN, _UINT_MAX = -(2**63), 2**64 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -117,6 +118,9 @@ def check_value(value: Any, *, max_depth: int = MAX_DEPTH) -> None:
             problem = surrogate_problem(item)
             if problem:
                 raise UntrustedValueError(_field(loc), problem, loc)
+        elif isinstance(item, int) and not isinstance(item, bool) and not _INT_MIN <= item <= _UINT_MAX:
+            # JSON allows any integer; the store (orjson) and most consumers do not.
+            raise UntrustedValueError(_field(loc), "integer out of the 64-bit range", loc)
         elif isinstance(item, float):
             if not math.isfinite(item):
                 name = "NaN" if math.isnan(item) else "Infinity" if item > 0 else "-Infinity"
@@ -194,6 +198,8 @@ def json_safe(value: Any, depth: int = 6) -> Any:
         return repair_text(value)[0][:500]
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT_MIN <= value <= _UINT_MAX:
+        return str(value)[:100]
     if isinstance(value, bool | int | float) or value is None:
         return value
     if depth <= 0:

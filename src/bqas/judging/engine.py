@@ -401,4 +401,6 @@ class JudgeEngine:
         result.escalation_reasons = list(outcome.escalation_reasons)
         if outcome.verdict == "unscored":
             result.status = "unscored"
-            result.unscored_reason = result.unscored_reason or "no dimension of the composite could be measured"
+            result.unscored_reason = (
+                result.unscored_reason or outcome.unscored_reason or "no dimension of the composite could be measured"
+            )

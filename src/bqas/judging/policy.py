@@ -3,7 +3,8 @@
 ``composite = Σ weight_i × value_i × scale_i`` with pass/fail dimensions counting 100 / 0. When only some
 dimensions were measured (the offline judge measures no coherence, for example), the composite is the
 weighted mean over the measured ones and ``coverage`` says which share of the weight that was; it is
-never filled with constants. A failed gate (safety, privacy, namespace …) makes the verdict ``failed``
+never filled with constants. Below the policy's ``min_measured_weight`` share there is no verdict
+(``unscored`` with the reason), unless a gate failed. A failed gate (safety, privacy, namespace …) makes the verdict ``failed``
 whatever the composite, and the other scores are still reported.
 """
 
@@ -28,6 +29,7 @@ class PolicyOutcome:
     verdict: Verdict
     gate_failures: tuple[str, ...] = ()
     escalation_reasons: tuple[str, ...] = field(default_factory=tuple)
+    unscored_reason: str | None = None
 
     @property
     def partial(self) -> bool:
@@ -82,6 +84,14 @@ def apply_policy(
     """Composite, verdict and escalation for measured ``values`` (unmeasured dimensions are None)."""
     composite, coverage = composite_score(values, rule, dimensions)
     gate_failures = tuple(g for g in rule.gates if values.get(g) == "fail")
+    unscored_reason = None
+    if composite is not None and not gate_failures and coverage < rule.min_measured_weight:
+        # Too little measured for a verdict (e.g. only a gate passed offline): no composite, no pass.
+        unscored_reason = (
+            f"only {coverage:.0%} of the composite weight could be measured (partial composite {composite:g}); "
+            f"a verdict needs {rule.min_measured_weight:.0%} (policy min_measured_weight)"
+        )
+        composite = None
     verdict = verdict_for(composite, gate_failures, rule)
     reasons: list[str] = list(extra_escalations)
     if composite is not None and rule.escalation_min <= composite <= rule.escalation_max:
@@ -90,4 +100,4 @@ def apply_policy(
         reasons.append(f"gate {gate} failed")
     if verdict == "unscored":
         reasons.append("unscored")
-    return PolicyOutcome(composite, coverage, verdict, gate_failures, tuple(reasons))
+    return PolicyOutcome(composite, coverage, verdict, gate_failures, tuple(reasons), unscored_reason)

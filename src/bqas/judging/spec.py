@@ -81,6 +81,8 @@ class ScoringRule:
     escalation_min: float
     escalation_max: float
     disagreement_margin: float
+    # A verdict needs at least this share of the composite's weight measured; below it: unscored.
+    min_measured_weight: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -205,9 +207,12 @@ def _scoring(
             escalation_min=float(escalation["min"]),
             escalation_max=float(escalation["max"]),
             disagreement_margin=float(merged["disagreement_margin"]),
+            min_measured_weight=float(merged.get("min_measured_weight", 0.0)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise JudgeFileError(f"{where}: scoring: missing or bad value {exc}") from None
+    if not 0.0 <= rule.min_measured_weight <= 1.0:
+        raise JudgeFileError(f"{where}: scoring.min_measured_weight: expected a share from 0 to 1")
     if not rule.needs_review <= rule.production_ready:
         raise JudgeFileError(f"{where}: scoring.verdict: needs_review must not exceed production_ready")
     return rule

@@ -5,7 +5,7 @@ Import from the specific module (``bqas.offline.text.sentences`` …) in new cod
 
 from __future__ import annotations
 
-from bqas.offline.text.inputs import as_list, as_text, is_blank
+from bqas.offline.text.inputs import as_list, as_text, is_blank, is_non_answer
 from bqas.offline.text.language import detect_language
 from bqas.offline.text.normalize import fold
 from bqas.offline.text.sentences import split_sentences
@@ -24,6 +24,7 @@ __all__ = [
     "detect_language",
     "fold",
     "is_blank",
+    "is_non_answer",
     "split_sentences",
     "stem",
     "stems_found",

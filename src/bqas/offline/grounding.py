@@ -49,6 +49,7 @@ from bqas.offline._textutil import (
     content_stems,
     detect_language,
     fold,
+    is_non_answer,
     split_sentences,
     stems_found,
     words,
@@ -768,8 +769,9 @@ def claim_grounding(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodRes
     answer, facts, query = _inputs(inputs)
     if not facts:
         return MethodResult(None, "claims", note="no facts to check against")
-    if not answer:
-        return MethodResult(None, "claims", note="empty answer")
+    if is_non_answer(answer):
+        # An empty or "Ok." answer grounds nothing the question asked for: a failure, not "unmeasured".
+        return MethodResult(0.0, "claims", note="empty or trivially short answer: nothing answers the question")
     analysis = analyse_grounding(answer, facts, ctx, query)
     checkable = analysis.checkable
     method = f"claims+embedding:{analysis.embedder}"

@@ -18,7 +18,7 @@ from typing import Any
 
 from bqas.offline.embeddings import cosine_matrix
 from bqas.offline.methods import MethodResult, OfflineContext, offline_method
-from bqas.offline.text.inputs import as_text
+from bqas.offline.text.inputs import as_text, is_non_answer
 from bqas.offline.text.sentences import split_sentences
 
 #: (cosine, relevance) knots; linear in between, clamped outside. See docs/offline-judge.md.
@@ -66,6 +66,8 @@ def embedding_relevance(inputs: Mapping[str, Any], ctx: OfflineContext) -> Metho
         return MethodResult(None, "embedding", note="no query")
     if not answer:
         return MethodResult(1.0, "embedding", note="empty answer")
+    if is_non_answer(answer):
+        return MethodResult(1.0, "embedding", note="trivially short answer: it addresses no question")
     sim, whole, best = relevance_similarity(query, answer, ctx)
     emb_name = ctx.embedder().name
     value = round(map_piecewise(sim, RELEVANCE_TABLE), 2)

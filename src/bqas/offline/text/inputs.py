@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bqas.offline.text.tokens import CJK_RE
+
 BULLET_RE = re.compile(r"^\s*(?:[-*•·–>]+|\(?\d{1,2}[.)]|\(?[a-zA-Z][.)](?=\s))\s*")
 
 
@@ -56,3 +58,18 @@ def as_list(value: Any, *, split_commas: bool = True) -> list[str]:
         if part:
             out.append(part)
     return out
+
+
+_WORD_RE = re.compile(r"[^\W\d_]{2,}|\d")
+
+
+def is_non_answer(text: str) -> bool:
+    """True for an empty or trivially short answer ("Ok.", "Ja", "好的"): fewer than two words of two or
+    more letters (two CJK characters count as one word) and no digit. Such a reply answers no question:
+    the offline tier scores it as irrelevant and ungrounded rather than leaving those unmeasured."""
+    cjk = len(CJK_RE.findall(text))
+    rest = CJK_RE.sub(" ", text)
+    tokens = _WORD_RE.findall(rest)
+    if any(t.isdigit() for t in tokens):
+        return False
+    return len(tokens) + cjk // 2 < 2
