@@ -38,3 +38,24 @@ def console_text(value: object) -> str:
     from rich.markup import escape
 
     return escape(printable(value))
+
+
+# Mid-line Markdown: emphasis, code, links/images, table pipes, strike-through (values never start a line).
+_MARKDOWN_PUNCT = re.compile(r"([\\`*_\[\]|~])")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "@": "&#64;", '"': "&quot;"}
+
+
+def markdown_text(value: object, limit: int = 200) -> str:
+    """:func:`printable`, cut to ``limit`` characters, safe inside a Markdown table cell or line.
+
+    For job summaries and pull-request comments (GitHub renders both as Markdown with HTML): markup
+    (``<img>``, ``<details>``), entities, emphasis, links, table pipes and ``@mentions`` in a sample id or
+    a judge's reason are shown as text, never applied.
+    """
+    text = printable(value)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    text = "".join(_HTML.get(ch, ch) for ch in text)
+    # Entities first, then Markdown punctuation (the ';' and '#' of an entity must stay as they are).
+    parts = re.split(r"(&(?:amp|lt|gt|quot|#64);)", text)
+    return "".join(p if p.startswith("&") and p.endswith(";") else _MARKDOWN_PUNCT.sub(r"\\\1", p) for p in parts)

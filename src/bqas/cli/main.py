@@ -289,6 +289,7 @@ _COMMAND_MODULES = (
     "bqas.cli.review",
     "bqas.cli.local_review",
     "bqas.cli.grounding",
+    "bqas.cli.ci",
 )
 
 

@@ -344,12 +344,7 @@ def compare(run_a: str, run_b: str, max_drop: float, max_worse: int | None, as_j
             raise typer.Exit(2)
     assert a is not None and b is not None
     result = compare_runs(store.iter_records(a.id), store.iter_records(b.id))
-    composite = next((d for d in result.dimensions if d.name == "composite_score"), None)
-    regressed = []
-    if composite is not None and composite.diff < -max_drop:
-        regressed.append(f"mean composite dropped by {-composite.diff:.2f} (> {max_drop:g})")
-    if max_worse is not None and len(result.worse) > max_worse:
-        regressed.append(f"{len(result.worse)} samples got a worse verdict (> {max_worse})")
+    regressed = result.regressions(max_drop, max_worse)
     if as_json:
         typer.echo(
             json.dumps(

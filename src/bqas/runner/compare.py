@@ -33,6 +33,16 @@ class Comparison:
     def worse(self) -> list[dict[str, Any]]:
         return [c for c in self.changes if c["direction"] == "worse"]
 
+    def regressions(self, max_drop: float, max_worse: int | None) -> list[str]:
+        """The gates ``bqas compare`` (and ``bqas ci-summary``) fail on: a composite drop, too many worse verdicts."""
+        found = []
+        composite = next((d for d in self.dimensions if d.name == "composite_score"), None)
+        if composite is not None and composite.diff < -max_drop:
+            found.append(f"mean composite dropped by {-composite.diff:.2f} (> {max_drop:g})")
+        if max_worse is not None and len(self.worse) > max_worse:
+            found.append(f"{len(self.worse)} samples got a worse verdict (> {max_worse})")
+        return found
+
 
 def _numeric(record: Mapping[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}

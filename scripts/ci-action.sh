@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The logic of the BQAS GitHub Action (action.yml): run a scenario (or `bqas calibrate`), on a pull request
+# also the same scenario at the base branch, then write the Markdown summary and record the exit code.
+#
+# Inputs come as environment variables (action.yml maps its inputs to them), so this runs the same on a
+# laptop as on a runner:
+#   BQAS_SCENARIO        scenario YAML (or use BQAS_GOLD + BQAS_JUDGE for `bqas calibrate`)
+#   BQAS_GOLD, BQAS_JUDGE  gold labels and judge for `bqas calibrate`
+#   BQAS_BACKEND         offline | llm | auto (empty: the scenario's; calibrate: auto)
+#   BQAS_OUT             output folder (default bqas-out): run/, base/, calibration/, summary.md
+#   BQAS_COMPARE_BASE    true | false: on a pull request, also run the scenario at the base branch
+#   BQAS_MAX_DROP, BQAS_MAX_WORSE  the comparison gate (as for `bqas compare`)
+#   BQAS_ARGS            extra arguments for `bqas run` / `bqas calibrate` (split on spaces)
+#   GITHUB_EVENT_NAME, GITHUB_BASE_REF, GITHUB_STEP_SUMMARY, GITHUB_OUTPUT: set by GitHub Actions
+# Exit code (also written as exit-code to $GITHUB_OUTPUT): 0 passed, 1 thresholds/targets missed or a
+# regression against the base branch, 2 usage, configuration or input error. With GITHUB_OUTPUT set the
+# script itself exits 0, so that the action still uploads the artifacts; its last step exits with the code.
+set -uo pipefail
+
+out="${BQAS_OUT:-bqas-out}"
+mkdir -p "$out"
+summary_file="$out/summary.md"
+: >"$summary_file"
+read -r -a extra <<<"${BQAS_ARGS:-}"
+backend=()
+[[ -n "${BQAS_BACKEND:-}" ]] && backend=(--backend "$BQAS_BACKEND")
+
+finish() {
+    local code="$1"
+    if [[ -n "${GITHUB_STEP_SUMMARY:-}" ]]; then
+        cat "$summary_file" >>"$GITHUB_STEP_SUMMARY"
+    fi
+    if [[ -n "${GITHUB_OUTPUT:-}" ]]; then
+        {
+            echo "exit-code=$code"
+            echo "out=$out"
+        } >>"$GITHUB_OUTPUT"
+        exit 0
+    fi
+    exit "$code"
+}
+
+if [[ -n "${BQAS_GOLD:-}" ]]; then
+    if [[ -z "${BQAS_JUDGE:-}" ]]; then
+        echo "error: the calibrate mode needs judge (BQAS_JUDGE) besides gold (BQAS_GOLD)" >&2
+        finish 2
+    fi
+    bqas calibrate --gold "$BQAS_GOLD" --judge "$BQAS_JUDGE" "${backend[@]}" --out "$out/calibration" "${extra[@]}"
+    rc=$?
+    if [[ $rc -eq 2 ]]; then
+        finish 2
+    fi
+    bqas ci-summary "$out/calibration" --out "$summary_file"
+    finish $?
+fi
+
+if [[ -z "${BQAS_SCENARIO:-}" ]]; then
+    echo "error: give scenario (BQAS_SCENARIO), or gold and judge for calibrate" >&2
+    finish 2
+fi
+
+compare=()
+if [[ "${GITHUB_EVENT_NAME:-}" == pull_request* && -n "${GITHUB_BASE_REF:-}" && "${BQAS_COMPARE_BASE:-true}" == "true" ]]; then
+    # The base branch's run: the same scenario file as the base branch has it (its dataset included), judged
+    # by this BQAS, into the same store, so that ci-summary can pair the samples.
+    base_tree="$(mktemp -d)/base"
+    if git fetch --quiet --no-tags --depth=1 origin "$GITHUB_BASE_REF" &&
+        git worktree add --quiet --detach "$base_tree" FETCH_HEAD; then
+        if [[ -f "$base_tree/$BQAS_SCENARIO" ]]; then
+            bqas run "$base_tree/$BQAS_SCENARIO" "${backend[@]}" --out "$out/base" --no-progress "${extra[@]}"
+            base_rc=$?
+            if [[ $base_rc -le 1 ]]; then
+                compare=(--baseline "$out/base" --max-drop "${BQAS_MAX_DROP:-2.0}")
+                [[ -n "${BQAS_MAX_WORSE:-}" ]] && compare+=(--max-worse "$BQAS_MAX_WORSE")
+            else
+                echo "> The base branch's run failed (exit $base_rc): no comparison." >>"$summary_file"
+            fi
+        else
+            echo "> $BQAS_SCENARIO does not exist on $GITHUB_BASE_REF: no comparison." >>"$summary_file"
+        fi
+        git worktree remove --force "$base_tree" || true
+    else
+        echo "> The base branch $GITHUB_BASE_REF could not be fetched: no comparison." >>"$summary_file"
+    fi
+fi
+
+bqas run "$BQAS_SCENARIO" "${backend[@]}" --out "$out/run" --no-progress "${extra[@]}"
+rc=$?
+if [[ $rc -eq 2 ]]; then
+    echo "BQAS: the run failed with a usage, configuration or input error (exit 2); see the job log." >>"$summary_file"
+    finish 2
+fi
+bqas ci-summary "$out/run" "${compare[@]}" --out "$summary_file"
+finish $?
