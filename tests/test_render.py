@@ -90,3 +90,19 @@ def test_language_selects_prompt_and_falls_back_to_german(tmp_path) -> None:  # 
     only_de = replace(spec, templates={"de": spec.templates["de"]})
     fallback = render_prompt(only_de, dict.fromkeys(spec.inputs, "x"), "zh")
     assert fallback.language == "de"
+
+
+def test_template_parse_system_message_and_hash_are_computed_once_per_template() -> None:
+    # Re-parsing the template, formatting the system message and hashing them on every judgment cost
+    # runner CPU on the hot path (issue 15); the rendered prompt must stay exactly the same.
+    from bqas.judging import render
+
+    spec = default_registry().get("voice")
+    values = {"user_input": "Timer {x} }}", "detected_intent": "timer", "response": "ok", "expected_intent": "timer"}
+    render._compiled.cache_clear()
+    first = render_prompt(spec, values, "de")
+    second = render_prompt(spec, {**values, "response": "anders"}, "de")
+    info = render._compiled.cache_info()
+    assert info.misses == 1 and info.hits == 1
+    assert first.messages[0] == second.messages[0] and first.prompt_hash == second.prompt_hash
+    assert "Timer {x} }}" in first.messages[1]["content"] and "anders" in second.messages[1]["content"]

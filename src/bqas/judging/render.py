@@ -9,6 +9,7 @@ message (from ``judges/_frame``) tells the judge that fenced blocks are data, ne
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import string
@@ -62,6 +63,22 @@ def fence(name: str, text: str) -> str:
     return f"\n{OPEN_MARKER.format(name=name, nonce=nonce)}\n{text}\n{CLOSE_MARKER.format(name=name, nonce=nonce)}\n"
 
 
+@functools.lru_cache(maxsize=256)
+def _compiled(template: str, language: str) -> tuple[tuple[tuple[str, str | None], ...], str, str]:
+    """(literal, placeholder) pieces of ``template``, the system message and the prompt hash.
+
+    Cached: parsing the template, formatting the system message and hashing both on every judgment
+    were a measurable part of the runner's per-sample CPU (issue 15)."""
+    frame = frame_texts(language)
+    pieces = tuple((literal, name) for literal, name, _spec, _conv in string.Formatter().parse(template))
+    system = frame["system"].format(
+        open=OPEN_MARKER.format(name="<field>", nonce="<id>"),
+        close=CLOSE_MARKER.format(name="<field>", nonce="<id>"),
+    )
+    digest = hashlib.sha256(f"{system}\x00{template}".encode()).hexdigest()
+    return pieces, system, digest
+
+
 def render_prompt(
     spec: JudgeSpec,
     values: Mapping[str, Any],
@@ -72,9 +89,10 @@ def render_prompt(
     """Render ``spec``'s template in ``language`` (German fallback) with ``values`` fenced as data."""
     template, used_language = spec.template_for(language)
     frame = frame_texts(used_language)
+    pieces, system, digest = _compiled(template, used_language)
     truncated: dict[str, int] = {}
     parts: list[str] = []
-    for literal, name, _spec, _conv in string.Formatter().parse(template):
+    for literal, name in pieces:
         parts.append(literal)
         if name is None:
             continue
@@ -83,11 +101,6 @@ def render_prompt(
         if original is not None:
             truncated[name] = original
         parts.append(fence(name, text) if spec.inputs[name].fenced else text)
-    system = frame["system"].format(
-        open=OPEN_MARKER.format(name="<field>", nonce="<id>"),
-        close=CLOSE_MARKER.format(name="<field>", nonce="<id>"),
-    )
-    digest = hashlib.sha256(f"{system}\x00{template}".encode()).hexdigest()
     return RenderedPrompt(
         messages=[{"role": "system", "content": system}, {"role": "user", "content": "".join(parts)}],
         language=used_language,
