@@ -105,7 +105,7 @@ async def wait_ready(url: str) -> float:
 async def load(url: str, key: str, kind: str, concurrency: int, duration: float) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     latencies: list[float] = []
-    codes: Counter[int] = Counter()
+    codes: Counter[int | str] = Counter()
     bodies = request_bodies(kind, seed=1000)
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector) as http:
@@ -121,9 +121,13 @@ async def load(url: str, key: str, kind: str, concurrency: int, duration: float)
             while time.perf_counter() < stop_at:
                 body = next(bodies)
                 started = time.perf_counter()
-                async with http.post(f"{url}/api/score", data=body, headers=headers) as r:
-                    await r.read()
-                    codes[r.status] += 1
+                try:
+                    async with http.post(f"{url}/api/score", data=body, headers=headers) as r:
+                        await r.read()
+                        codes[r.status] += 1
+                except aiohttp.ClientError as exc:  # counted and shown, never hidden
+                    codes[type(exc).__name__] += 1
+                    continue
                 latencies.append(time.perf_counter() - started)
 
         began = time.perf_counter()
