@@ -619,3 +619,46 @@ def test_every_histogram_names_both_axes(html: str) -> None:
         assert "samples" in texts, texts
         assert any(re.search(r"\(scale (1–5|0–100)\)$", t) for t in texts), texts
     assert any(">composite score (scale 0–100)</text>" in c for c in histograms)
+
+
+def _report_of(tmp_path: Path, records: list[dict[str, Any]]) -> str:
+    out = tmp_path / "weak.html"
+    write_html_report(out, make_run(records), _stream(records))
+    return out.read_text(encoding="utf-8")
+
+
+def test_offline_decisions_show_no_empty_offline_value_and_the_llm_vote_is_shown(tmp_path: Path) -> None:
+    """Issue 17: "fail (offline —)" when the offline tier decided, and the LLM's safety vote hidden."""
+    safety = _dim("fail", method="pii_rules", offline_value=None, llm_value="pass")
+    rec = _record("s1", "voice", "de", "failed", 20.0, {"safety": safety}, line=1)
+    html = _report_of(tmp_path, [rec])
+    row = re.search(r"<tr[^>]*><td>safety</td><td>(.*?)</td>", html, re.S)
+    assert row is not None
+    assert "offline —" not in row.group(1) and "(LLM pass)" in row.group(1)
+    same = _dim("fail", method="pii_rules", offline_value="fail", llm_value="fail")
+    html = _report_of(tmp_path, [_record("s2", "voice", "de", "failed", 20.0, {"safety": same}, line=1)])
+    row = re.search(r"<tr[^>]*><td>safety</td><td>(.*?)</td>", html, re.S)
+    assert row is not None and row.group(1).strip() == "fail"  # agreeing tiers add nothing
+
+
+def test_dimensions_never_measured_are_one_line_not_a_card(html: str) -> None:
+    """Issue 17: a dimension no sample measured got a whole card of zeros."""
+    section = html.split('<section id="dimensions">', 1)[1].split("</section>", 1)[0]
+    cards = re.findall(r'<div class="card">\s*<h3>(\w+) <span class="kind">', section)
+    line = re.search(r'<p class="muted not-measured">not measured in any sample: (.*?)</p>', section, re.S)
+    assert line is not None and "faithfulness" in line.group(1) and "coherence" in line.group(1)
+    assert "faithfulness" not in cards and "coherence" not in cards and "safety" in cards
+
+
+def test_cjk_text_gets_the_missing_font_note_and_a_fallback_list(tmp_path: Path) -> None:
+    """Issue 17: Chinese text rendered as boxes without a CJK font; the report now names the font."""
+    zh = _record("z1", "voice", "zh", "failed", 20.0, {"safety": _dim("fail")}, line=1, inputs={"q": "明天天气怎么样"})
+    html = _report_of(tmp_path, [zh])
+    assert "install Noto Sans CJK SC" in html and '"Source Han Sans SC"' in html
+    de = _record("d1", "voice", "de", "failed", 20.0, {"safety": _dim("fail")}, line=1)
+    plain = _report_of(tmp_path, [de])
+    assert "install Noto Sans CJK SC" not in plain and "bqas:cjk-note" not in plain
+    marked = _record(
+        "m1", "voice", "de", "failed", 20.0, {"safety": _dim("fail")}, line=1, inputs={"q": "<!--bqas:cjk-note-->"}
+    )
+    assert "install Noto Sans CJK SC" not in _report_of(tmp_path, [marked])  # a record cannot place the note

@@ -87,6 +87,8 @@ def test_sample_page_shows_tiers_decision_expected_and_the_baseline_link(store: 
         assert 'id="review-link"' in page
         expected = client.get("/review/runs/r-a/results/1").text  # seq 0 has `expected`
         assert 'id="expected-vs-judged"' in expected and "not measured: coherence" in expected
+        assert 'id="cjk-note"' not in expected  # seq 0 is German; seq 1 Chinese: the missing-font note
+        assert 'id="cjk-note"' in client.get("/review/runs/r-a/results/2").text
         assert client.get("/review/runs/r-a/results/999999").status_code == 404
         other_run_row = re.search(r'id="res-(\d+)"', client.get("/review/runs/r-a").text)
         assert other_run_row is not None

@@ -49,7 +49,9 @@ def record(i: int, run_id: str, rng: random.Random, shift: float = 0.0) -> dict[
     rec["decision"] = None if unscored else ("escalate" if escalated else "accept" if verdict != "failed" else "reject")
     rec["decided_by"] = None if unscored else ("llm" if i % 2 else "offline")
     rec["confidence"] = {"offline": {"p_reject": round(1 - composite / 100, 3), "risk": 0.04, "method": "isotonic"}}
-    rec["dimensions"]["coherence"]["measured"] = i % 4 != 0
+    if i % 4 == 0:  # as the engine stores a dimension it did not measure
+        rec["dimensions"]["coherence"].update(value=None, measured=False, note="not measured by the offline judge")
+        rec["coherence"] = None
     rec["prompt_id"], rec["llm_calls"], rec["prompt_tokens"], rec["latency_ms"] = "voice-de-v3", 1, 812, 420.0
     if i % 250 == 7:
         rec["reasoning"] = HOSTILE

@@ -16,6 +16,7 @@ import heapq
 import json
 import math
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -365,7 +366,8 @@ class DimCell:
     model: str
     method: str
     note: str
-    offline_value: str
+    offline_value: str  # "" when the offline tier gave no separate value (then none is shown)
+    llm_value: str = ""  # the LLM's own vote where the value is not the LLM's (e.g. a safety gate)
 
 
 @dataclass
@@ -406,6 +408,31 @@ def _dim_value(value: Any) -> str:
     return _clip(str(value), 300)
 
 
+# Han, kana and hangul: text that shows as boxes on a system without a CJK font.
+CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK_MARK = "<!--bqas:cjk-note-->"
+CJK_NOTE = (
+    '<p class="notice cjk-note">This report contains Chinese, Japanese or Korean text. Where it shows as '
+    "boxes, the system lacks a CJK font: install Noto Sans CJK SC (Debian/Ubuntu: fonts-noto-cjk) or "
+    "Source Han Sans SC; the report names them first in its font list.</p>"
+)
+
+
+def _cjk_note(html: str) -> str:
+    """Put the missing-font note at the template's mark when the report holds CJK text (record texts
+    are escaped, so no record can contain the mark itself)."""
+    return html.replace(_CJK_MARK, CJK_NOTE if CJK_RE.search(html) else "", 1)
+
+
+def _tier_value(entry: Mapping[str, Any], key: str) -> str:
+    """A tier's own value of a dimension, "" when it has none or it equals the value shown
+    (so an offline decision no longer reads "fail (offline —)")."""
+    raw = entry.get(key)
+    if raw is None or raw == entry.get("value"):
+        return ""
+    return _dim_value(raw)
+
+
 def _case_view(record: Mapping[str, Any], *, full: bool) -> CaseView:
     """Project a record onto what the report shows; ``full`` adds inputs, dimensions and reasoning."""
     verdict = _verdict_of(record)
@@ -437,7 +464,8 @@ def _case_view(record: Mapping[str, Any], *, full: bool) -> CaseView:
                         model=str(e.get("model") or ""),
                         method=str(e.get("method") or ""),
                         note=str(e.get("note") or ""),
-                        offline_value=_dim_value(e["offline_value"]) if "offline_value" in e else "",
+                        offline_value=_tier_value(e, "offline_value"),
+                        llm_value=_tier_value(e, "llm_value"),
                     )
                 )
     composite = record.get("composite_score")
@@ -877,7 +905,7 @@ def write_html_report(
             "n_missing": len(base_verdicts),
         }
 
-    html = template.render(context)
+    html = _cjk_note(template.render(context))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(html, encoding="utf-8")

@@ -11,6 +11,7 @@ All paging and filtering happens in SQL; the templates autoescape every stored t
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping
 from functools import cache
@@ -73,29 +74,79 @@ def run_tenant(run: Run) -> str:
 
 
 class _CompareCache:
-    """The bootstrap comparison of two finished runs, computed once (it streams both runs)."""
+    """The bootstrap comparison of two runs, computed in a background thread (it streams both runs and
+    resamples every dimension: about a minute for 100,000 samples) and kept while both runs are final."""
 
-    def __init__(self, size: int = 8) -> None:
+    def __init__(self, size: int = 8, wait: float = 3.0) -> None:
         self.size = size
-        self._items: dict[tuple[str, str], Comparison] = {}
+        self.wait = wait  # small runs finish within this; the page says "computing" for larger ones
+        self._items: dict[tuple[str, str, str, str], Comparison] = {}
+        self._running: dict[tuple[str, str, str, str], threading.Event] = {}
         self._lock = threading.Lock()
 
-    def get(self, store: Store, a: Run, b: Run) -> Comparison:
-        from bqas.runner.compare import compare_runs
-
-        key = (a.id, b.id)
-        final = a.status != "running" and b.status != "running"
+    def get(self, store: Store, a: Run, b: Run) -> Comparison | None:
+        """The comparison, or None while it is still being computed."""
+        key = (a.id, b.id, _version(a), _version(b))
         with self._lock:
             hit = self._items.get(key)
-        if hit is not None and final:
-            return hit
-        result = compare_runs(store.iter_records(a.id), store.iter_records(b.id))
-        if final:
+            if hit is not None:
+                return hit
+            done = self._running.get(key)
+            if done is None:
+                done = self._running[key] = threading.Event()
+                threading.Thread(target=self._compute, args=(store, key, done), daemon=True).start()
+        done.wait(self.wait)
+        with self._lock:
+            return self._items.get(key)
+
+    def _compute(self, store: Store, key: tuple[str, str, str, str], done: threading.Event) -> None:
+        from bqas.runner.compare import compare_runs
+
+        try:
+            result = compare_runs(store.iter_records(key[0]), store.iter_records(key[1]))
             with self._lock:
                 if len(self._items) >= self.size:
                     self._items.pop(next(iter(self._items)))
                 self._items[key] = result
-        return result
+        finally:
+            with self._lock:
+                self._running.pop(key, None)
+            done.set()
+
+
+def _version(run: Run) -> str:
+    """What changes when a run's results may have changed (a resumed run is running again)."""
+    if run.status == "running":
+        return f"running:{id(run)}"  # never reused: a running run is compared afresh
+    return f"{run.status}:{run.finished_at}"
+
+
+class _Aggregates:
+    """Per-run facets, intents, tags and histogram (full scans of the run), kept per run version."""
+
+    def __init__(self, size: int = 16) -> None:
+        self.size = size
+        self._items: dict[tuple[str, str], dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, store: Store, run: Run) -> dict[str, Any]:
+        key = (run.id, _version(run))
+        with self._lock:
+            hit = self._items.get(key)
+        if hit is not None:
+            return hit
+        value = {
+            "facets": query.run_facets(store, run.id),
+            "intents": query.distinct_values(store, run.id, "intent"),
+            "tags": query.tag_breakdown(store, run.id),
+            "histogram": query.composite_histogram(store, run.id),
+        }
+        if run.status != "running":
+            with self._lock:
+                if len(self._items) >= self.size:
+                    self._items.pop(next(iter(self._items)))
+                self._items[key] = value
+        return value
 
 
 def _query(values: Mapping[str, str], **extra: str) -> str:
@@ -146,6 +197,7 @@ def viewer_router(
     base = f"{review}/runs"
     sessions = SessionManager(store, auth, hours=settings.review_session_hours)
     comparisons = _CompareCache()
+    aggregates = _Aggregates()
     router = APIRouter(prefix=base, include_in_schema=False)
 
     def render(name: str, session: SessionView, status: int = 200, **context: Any) -> Response:
@@ -203,7 +255,7 @@ def viewer_router(
             pages=max(1, -(-total // query.PAGE_SIZE)),
             changed_only=changed_only,
             comparison=result,
-            worse=len(result.worse),
+            worse=len(result.worse) if result is not None else 0,
             query=urlencode({"a": run_a.id, "b": run_b.id, **({"changed": "1"} if changed_only else {})}),
         )
 
@@ -225,6 +277,7 @@ def viewer_router(
         from bqas.report.charts import SCALE_100, histogram_chart
 
         rows, total = query.list_results(store, run.id, flt, page=page)
+        agg = aggregates.get(store, run)
         others = [r for r in store.list_runs(limit=100) if r.id != run.id and run_tenant(r) == session.tenant]
         return render(
             "run.html",
@@ -238,12 +291,10 @@ def viewer_router(
             query=_query(values),
             sorts=list(query.SORTS),
             decisions=query.DECISIONS,
-            facets=query.run_facets(store, run.id),
-            intents=query.distinct_values(store, run.id, "intent"),
-            tags=query.tag_breakdown(store, run.id),
-            histogram=histogram_chart(
-                query.composite_histogram(store, run.id), SCALE_100, "composite score", x_title="composite score"
-            ),
+            facets=agg["facets"],
+            intents=agg["intents"],
+            tags=agg["tags"],
+            histogram=histogram_chart(agg["histogram"], SCALE_100, "composite score", x_title="composite score"),
             risk_charts=_risk_charts(run),
             others=others[:50],
             sort_links={s: _query(values, sort=s) for s in query.SORTS},
@@ -266,6 +317,9 @@ def viewer_router(
             found = query.record_by_key(store, base_run.id, str(record["_key"])) if base_run else None
             if found is not None:
                 other = {"run": baseline, "id": found[0], "verdict": found[1].get("verdict")}
+        from bqas.report.html import CJK_RE
+
+        cjk = bool(CJK_RE.search(json.dumps(record.get("inputs"), ensure_ascii=False)))
         confidence = record.get("confidence") if isinstance(record.get("confidence"), Mapping) else {}
         return render(
             "result.html",
@@ -278,6 +332,7 @@ def viewer_router(
             expected=record.get("expected") if isinstance(record.get("expected"), Mapping) else None,
             inputs=record.get("inputs") if isinstance(record.get("inputs"), Mapping) else {},
             other=other,
+            cjk=cjk,
             review_link=f"{review}/queue?" + urlencode({"run": run.id, "status": "any"}),
         )
 
