@@ -44,13 +44,11 @@ def test_empty_answer_to_rag_privacy_is_unscored_not_production_ready(bqas_home:
 
 
 @pytest.mark.parametrize("answer", ["", "Ok.", "好的"])
-def test_empty_or_trivial_answer_is_no_pass_for_grounding(bqas_home: Path, answer: str) -> None:
+def test_empty_or_trivial_answer_fails_grounding(bqas_home: Path, answer: str) -> None:
     sample = {"query": QUESTION, "available_facts": FACTS, "response": answer}
     _code, record, output = _score(sample, "rag_hallucination", "--max-unscored", "1")
-    # Never a pass: the learned grounding model leaves such an answer unmeasured, and a passed
-    # invention gate alone (20 % of the weight) is below min_measured_weight.
-    assert record["verdict"] in ("failed", "unscored"), output
-    assert record["composite_score"] is None or record["composite_score"] < 60
+    assert record["verdict"] == "failed", output
+    assert record["dimensions"]["grounding_score"]["value"] == 0.0
 
 
 def test_ok_to_a_voice_question_is_not_a_pass(bqas_home: Path) -> None:

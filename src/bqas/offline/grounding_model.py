@@ -32,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bqas.offline._textutil import as_list, as_text
+from bqas.offline._textutil import as_list, as_text, is_non_answer
 from bqas.offline.grounding import analyse_grounding
 from bqas.offline.grounding_features import FEATURE_NAMES, grounding_features
 from bqas.offline.methods import MethodResult, OfflineContext, offline_method
@@ -202,6 +202,10 @@ def _details(
 def learned_grounding(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
     """grounding_score 0-100 = 100 x (1 - calibrated probability of unfaithfulness)."""
     answer, facts, query = _inputs(inputs)
+    if facts and is_non_answer(answer):
+        # An empty or "Ok." answer grounds nothing the question asked for: a failure, not "unmeasured"
+        # (as claim_grounding decides; docs/policy.md).
+        return MethodResult(0.0, "learned", note="empty or trivially short answer: nothing answers the question")
     prob = unfaithful_probability(answer, facts, ctx, query)
     if isinstance(prob, str):
         return MethodResult(None, "learned", note=prob)
@@ -214,6 +218,8 @@ def learned_grounding(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodR
 def learned_faithfulness(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
     """faithfulness 1-5 = 1 + 4 x (1 - calibrated probability of unfaithfulness)."""
     answer, facts, query = _inputs(inputs)
+    if facts and is_non_answer(answer):
+        return MethodResult(1.0, "learned", note="empty or trivially short answer: nothing answers the question")
     prob = unfaithful_probability(answer, facts, ctx, query)
     if isinstance(prob, str):
         return MethodResult(None, "learned", note=prob)
