@@ -238,5 +238,26 @@ def open_store(url: str | None = None, *, home: Path | None = None) -> Store:
         event.listen(engine, "connect", _sqlite_pragmas)
     # Alembic (and its imports) costs most of a second; run it only when the schema is not current.
     if not _is_current(engine):
-        migrate(url)
+        if engine.dialect.name == "postgresql":
+            _migrate_locked(engine, url)
+        else:
+            migrate(url)
     return Store(engine)
+
+
+# Any fixed 64-bit key: the advisory lock that serialises migrations of one PostgreSQL database.
+_MIGRATION_LOCK = 0x62716173_6D696772
+
+
+def _migrate_locked(engine: Engine, url: str) -> None:
+    """Migrate under a PostgreSQL advisory lock: replicas and workers that start together on a new
+    database would otherwise run ``alembic upgrade`` at the same time and collide on CREATE TABLE.
+    The ones that waited find the schema current and do nothing."""
+    with engine.connect() as conn:
+        conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _MIGRATION_LOCK})
+        try:
+            if not _is_current(engine):
+                migrate(url)
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _MIGRATION_LOCK})
+            conn.commit()
