@@ -200,6 +200,19 @@ def run_cmd(
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: print the estimate as JSON.")] = False,
+    ray: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--ray",
+            metavar="auto|local|ADDRESS",
+            help="Judge on a Ray cluster (pip install 'bqas[ray]'): auto joins RAY_ADDRESS or a `ray start` "
+            "cluster of this host (else starts one), local starts one here, ADDRESS joins that cluster.",
+        ),
+    ] = None,
+    ray_workers: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--ray-workers", help="Judge actors on the cluster (default: its CPUs, at most --concurrency)."),
+    ] = None,
 ) -> None:
     """Run a scenario: grade every sample, store results, print a summary, write reports.
 
@@ -232,6 +245,8 @@ def run_cmd(
         baseline,
         progress,
         profile or [],
+        ray=ray,
+        ray_workers=ray_workers,
     )
 
 

@@ -132,6 +132,8 @@ def run_scenario(
     baseline: str | None,
     progress: bool,
     profiles: list[Path] | None = None,
+    ray: str | None = None,
+    ray_workers: int | None = None,
 ) -> None:
     """Implementation of ``bqas run``."""
     from bqas.runner.run import RunRequest, execute
@@ -142,6 +144,9 @@ def run_scenario(
         raise typer.Exit(2)
     if concurrency is not None and concurrency < 1:
         typer.echo(f"error: --concurrency: expected at least 1, got {concurrency}", err=True)
+        raise typer.Exit(2)
+    if ray_workers is not None and ray_workers < 1:
+        typer.echo(f"error: --ray-workers: expected at least 1, got {ray_workers}", err=True)
         raise typer.Exit(2)
     started: list[str] = []
 
@@ -161,6 +166,8 @@ def run_scenario(
         progress=progress,
         on_start=announce,
         profiles=list(profiles or []),
+        ray=ray,
+        ray_workers=ray_workers,
         overrides=LLMOverrides(
             base_url=base_url, model=model, structured_output=structured_output, cache=False if no_cache else None
         ),

@@ -187,6 +187,37 @@ async def judge_one(engine: JudgeEngine, scenario: Scenario, run_id: str, work: 
     return record
 
 
+Result = tuple[str, int, dict[str, Any]]  # (result key, sequence number, record) as the store takes them
+
+
+def pending_items(scenario: Scenario, skip: set[str]) -> Iterator[WorkItem]:
+    """The work items of a scenario that are not done yet (``skip``: the stored keys on ``--resume``)."""
+    for work in work_items(scenario):
+        if work.key in skip:
+            continue
+        if work.judge == RAGAS and all(f"{work.key}:{m}" in skip for m in scenario.metrics):
+            continue
+        yield work
+
+
+async def judge_work(engine: JudgeEngine, scenario: Scenario, run_id: str, work: WorkItem) -> list[Result]:
+    """The result(s) of one work item: one record per judge, one per metric for the RAGAS pseudo-judge."""
+    if work.judge == RAGAS and not work.error:
+        return [(work.key + suffix, work.seq, rec) for suffix, rec in await judge_ragas(engine, scenario, run_id, work)]
+    return [(work.key, work.seq, await judge_one(engine, scenario, run_id, work))]
+
+
+def persist_batch(store: Store, run_id: str, batch: list[Result], review_tenant: str | None = None) -> None:
+    """Write a batch of results (through the review loop first when ``review_tenant`` is set)."""
+    if review_tenant is not None:
+        # The review loop first: it may add a consistency warning and an escalation to a record.
+        from bqas.review.process import process_results
+
+        amended = process_results(store, review_tenant, [rec for _, _, rec in batch], source=run_id)
+        batch = [(key, seq, rec) for (key, seq, _), rec in zip(batch, amended, strict=True)]
+    store.add_results(run_id, batch)
+
+
 async def execute_run(
     engine: JudgeEngine,
     scenario: Scenario,
@@ -212,11 +243,7 @@ async def execute_run(
     judged = 0
 
     async def produce() -> None:
-        for work in work_items(scenario):
-            if work.key in skip:
-                continue
-            if work.judge == RAGAS and all(f"{work.key}:{m}" in skip for m in scenario.metrics):
-                continue
+        for work in pending_items(scenario, skip):
             await queue.put(work)
         for _ in range(concurrency):
             await queue.put(None)
@@ -224,11 +251,8 @@ async def execute_run(
     async def worker() -> None:
         nonlocal judged
         while (work := await queue.get()) is not None:
-            if work.judge == RAGAS and not work.error:
-                for suffix, record in await judge_ragas(engine, scenario, run_id, work):
-                    await results.put((work.key + suffix, work.seq, record))
-            else:
-                await results.put((work.key, work.seq, await judge_one(engine, scenario, run_id, work)))
+            for result in await judge_work(engine, scenario, run_id, work):
+                await results.put(result)
             judged += 1
 
     async def writer() -> None:
@@ -245,18 +269,9 @@ async def execute_run(
                     break
                 batch.append(nxt)
             # Written in a thread so that the event loop keeps judging while the store commits.
-            await asyncio.to_thread(persist, batch)
+            await asyncio.to_thread(persist_batch, store, run_id, batch, review_tenant)
             if on_progress is not None:
                 on_progress(len(batch))
-
-    def persist(batch: list[tuple[str, int, dict[str, Any]]]) -> None:
-        if review_tenant is not None:
-            # The review loop first: it may add a consistency warning and an escalation to a record.
-            from bqas.review.process import process_results
-
-            amended = process_results(store, review_tenant, [rec for _, _, rec in batch], source=run_id)
-            batch = [(key, seq, rec) for (key, seq, _), rec in zip(batch, amended, strict=True)]
-        store.add_results(run_id, batch)
 
     async def judge_all() -> None:
         async with asyncio.TaskGroup() as group:

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +41,8 @@ class RunRequest:
     # Called with (run id, out folder, resuming) as soon as the run is known, before any judging.
     on_start: Callable[[str, Path, bool], None] | None = None
     profiles: list[Path] = field(default_factory=list)  # --profile (besides the scenario's profiles)
+    ray: str | None = None  # --ray ADDRESS|auto|local: judge on a Ray cluster (overrides the scenario's ray:)
+    ray_workers: int | None = None  # --ray-workers: judge actors (default: the scenario's, else the cluster's CPUs)
 
 
 @dataclass
@@ -82,16 +85,7 @@ def _engine_for(
     scenario: Scenario, request: RunRequest, settings: Settings, stored: dict[str, Any] | None
 ) -> JudgeEngine:
     backend = (stored or {}).get("backend") or request.backend or scenario.backend
-    o = request.overrides
-    llm = scenario.llm
-    overrides = LLMOverrides(
-        base_url=o.base_url or llm.base_url,
-        model=o.model or llm.model,
-        api_key=o.api_key or (os.environ.get(llm.api_key_env) if llm.api_key_env else None),
-        structured_output=o.structured_output or llm.structured_output,
-        concurrency=o.concurrency or llm.concurrency,
-        cache=o.cache,
-    )
+    overrides = llm_overrides(scenario, request)
     engine = build_engine(
         settings,
         backend=backend,  # type: ignore[arg-type]  # validated by the scenario model
@@ -105,6 +99,20 @@ def _engine_for(
 
         engine.options.profiles = load_profiles(paths, engine, scenario.judges)
     return engine
+
+
+def llm_overrides(scenario: Scenario, request: RunRequest) -> LLMOverrides:
+    """The LLM settings of a run: the command line's, else the scenario's (the API key from its variable)."""
+    o = request.overrides
+    llm = scenario.llm
+    return LLMOverrides(
+        base_url=o.base_url or llm.base_url,
+        model=o.model or llm.model,
+        api_key=o.api_key or (os.environ.get(llm.api_key_env) if llm.api_key_env else None),
+        structured_output=o.structured_output or llm.structured_output,
+        concurrency=o.concurrency or llm.concurrency,
+        cache=o.cache,
+    )
 
 
 def _briefs(engine: JudgeEngine) -> list[dict[str, Any]]:
@@ -210,9 +218,14 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
         if tenant is not None and review.memory_examples and engine.llm is not None:
             engine.options.examples = _memory_examples(store, tenant, review.memory_examples_k)
         try:
-            judged = _run_with_progress(
-                engine, scenario, store, run_id, done, total, concurrency, request.progress, tenant
-            )
+            if request.ray or scenario.ray is not None:
+                from bqas.runner.ray_run import run_on_ray
+
+                judged = run_on_ray(request, scenario, settings, store, run_id, done, total, concurrency, tenant)
+            else:
+                judged = _run_with_progress(
+                    engine, scenario, store, run_id, done, total, concurrency, request.progress, tenant
+                )
         except RunFailed as exc:
             # Loud, never a hang: the run is stored as failed with the reason, and the CLI exits non-zero.
             store.update_run(run_id, status="failed", finished_at=datetime.now(UTC), summary={"error": str(exc)})
@@ -262,6 +275,38 @@ def _memory_examples(store: Store, tenant: str, k: int) -> ExamplesProvider:
     return provide
 
 
+@contextmanager
+def progress_bar(name: str, total: int, done: int) -> Iterator[Callable[[int], None]]:
+    """The run's progress bar (samples done of total, rate, ETA); yields ``advance(n)``."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}/s"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, transient=False) as progress:
+        task = progress.add_task(name, total=total, completed=done, rate="–")
+
+        def advance(n: int) -> None:
+            progress.advance(task, n)
+            speed = progress.tasks[task].speed
+            progress.update(task, rate=f"{speed:.1f}" if speed else "–")
+
+        yield advance
+
+
 def _run_with_progress(
     engine: JudgeEngine,
     scenario: Scenario,
@@ -273,38 +318,13 @@ def _run_with_progress(
     show: bool,
     review_tenant: str | None = None,
 ) -> int:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
     async def main() -> int:
         try:
             if not show:
                 return await execute_run(
                     engine, scenario, store, run_id, concurrency=concurrency, skip=done, review_tenant=review_tenant
                 )
-            columns = (
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[rate]}/s"),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-            )
-            with Progress(*columns, transient=False) as progress:
-                task = progress.add_task(scenario.name, total=total, completed=len(done), rate="–")
-
-                def advance(n: int) -> None:
-                    progress.advance(task, n)
-                    speed = progress.tasks[task].speed
-                    progress.update(task, rate=f"{speed:.1f}" if speed else "–")
-
+            with progress_bar(scenario.name, total, len(done)) as advance:
                 return await execute_run(
                     engine,
                     scenario,

@@ -41,6 +41,17 @@ class LLMSection(BaseModel):
     price_completion_per_mtok: float | None = Field(default=None, ge=0)
 
 
+class RaySection(BaseModel):
+    """Run the scenario on a Ray cluster (``bqas run --ray`` overrides ``address``; see docs/ray.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    # auto: the cluster in RAY_ADDRESS or started on this host with `ray start`, else a local one;
+    # local: always a fresh local cluster; anything else: a cluster address (host:port or ray://host:port).
+    address: str = Field(default="auto", min_length=1, max_length=500)
+    workers: int | None = Field(default=None, ge=1, le=4096)  # judge actors; default: the cluster's CPUs
+    batch_size: int = Field(default=32, ge=1, le=10_000)  # work items per actor call
+
+
 class Thresholds(BaseModel):
     """CI gates of a run; unset gates are not checked."""
 
@@ -80,6 +91,7 @@ class Scenario(BaseModel):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     # Calibration profiles (bqas calibrate fit), one per judge, paths relative to the scenario file.
     profiles: list[str] = Field(default_factory=list)
+    ray: RaySection | None = None
     # Filled by the loader, not by the YAML:
     path: Path | None = Field(default=None, exclude=True)
 
@@ -225,7 +237,8 @@ def load_scenario(path: Path) -> Scenario:
 
 def scenario_fingerprint(scenario: Scenario) -> str:
     """A hash of the scenario and its dataset file, to tell whether a resumed run still sees the same inputs."""
-    digest = hashlib.sha256(scenario.model_dump_json().encode())
+    # Where it runs (ray:) is not an input: a run started locally may resume on a cluster and back.
+    digest = hashlib.sha256(scenario.model_dump_json(exclude={"ray"}).encode())
     dataset = scenario.dataset_path()
     if dataset is not None:
         with dataset.open("rb") as fh:

@@ -1,0 +1,295 @@
+"""``bqas run --ray``: judge a scenario's samples on a Ray cluster, with the guarantees of a local run.
+
+The driver (this process) streams the pending work items in batches to a pool of judge actors. Each
+actor builds its judge engine once (embedding model included), judges a batch with its share of the
+run's concurrency (so the global LLM limit holds across actors) and writes the batch's results to the
+shared SQL store itself, through the same :func:`persist_batch` a local run uses: keys are (run, sample,
+judge) as ever, so ``--resume`` redoes only what is missing and nothing is stored twice. The driver
+holds at most two batches per actor in flight, so its memory stays flat in the number of samples.
+
+Failures: an actor that dies is restarted by Ray and its batch retried by Ray (``max_task_retries``);
+a batch that still fails after :data:`MAX_ATTEMPTS` is split into single items, each again retried by
+Ray, and an item that fails :data:`MAX_ATTEMPTS` times on its own becomes an ``invalid`` record that
+names the error. Nothing waits forever on a lost worker.
+
+Ray is imported here only: without ``--ray`` (or a scenario ``ray:`` key) it is never loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import threading
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from bqas.runner.execute import Result, WorkItem, invalid_record, judge_work, pending_items, persist_batch
+from bqas.runner.scenario import Scenario, ScenarioError
+from bqas.settings import Settings
+from bqas.store.db import Store
+
+if TYPE_CHECKING:
+    from bqas.runner.run import RunRequest
+
+MAX_ATTEMPTS = 3  # tries of a batch, then of each of its items alone, before an item is given up
+IN_FLIGHT_PER_ACTOR = 2  # one judged, one waiting: no actor idles between batches
+NAMESPACE = "bqas"
+
+
+@dataclass(frozen=True)
+class RayPlan:
+    """Where and how wide a run goes: the cluster address, the number of actors, the batch size."""
+
+    address: str
+    workers: int | None
+    batch_size: int
+
+
+def ray_plan(request: RunRequest, scenario: Scenario) -> RayPlan:
+    """The command line's ``--ray``/``--ray-workers`` over the scenario's ``ray:`` section."""
+    section = scenario.ray
+    return RayPlan(
+        address=request.ray or (section.address if section else "auto"),
+        workers=request.ray_workers or (section.workers if section else None),
+        batch_size=section.batch_size if section else 32,
+    )
+
+
+def _connect(plan: RayPlan) -> bool:
+    """Join (or start) the cluster; True when this call started it (and must shut it down)."""
+    try:
+        import ray
+    except ImportError:
+        raise ScenarioError("--ray: Ray is not installed; install it with `pip install 'bqas[ray]'`") from None
+    if ray.is_initialized():  # an embedding program (or a test) already connected
+        return False
+    options: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": False, "include_dashboard": False}
+    if plan.address == "local":
+        ray.init(num_cpus=plan.workers or os.cpu_count() or 1, **options)
+    elif plan.address == "auto":
+        # RAY_ADDRESS, else a cluster started on this host with `ray start`, else a fresh local one.
+        ray.init(**options)
+    else:
+        ray.init(address=plan.address, **options)
+    return True
+
+
+def sqlite_problem(database_url: str, driver_ip: str, node_ips: list[str]) -> str | None:
+    """Why the store cannot serve the cluster's workers, or None: SQLite is one file on this machine."""
+    if not database_url.startswith("sqlite"):
+        return None
+    if database_url in ("sqlite://", "sqlite:///:memory:"):
+        return "--ray: an in-memory SQLite store is not shared with the Ray workers; use a file or PostgreSQL"
+    remote = sorted({ip for ip in node_ips if ip != driver_ip})
+    if remote:
+        return (
+            f"--ray: the store is SQLite ({database_url}), a file on this machine, but the cluster has workers "
+            f"on {', '.join(remote)}; set BQAS_DATABASE_URL to a PostgreSQL database every node reaches"
+        )
+    return None
+
+
+def _ray() -> Any:
+    """The ray module, untyped (its API is only partly annotated)."""
+    import ray
+
+    return ray
+
+
+def _check_store(database_url: str) -> None:
+    ray = _ray()
+    driver_ip = ray.util.get_node_ip_address()
+    nodes = [n["NodeManagerAddress"] for n in ray.nodes() if n.get("Alive")]
+    problem = sqlite_problem(database_url, driver_ip, nodes)
+    if problem:
+        raise ScenarioError(problem)
+
+
+class JudgeWorker:
+    """One judge actor: engine and store opened once, then batch after batch (``judge``)."""
+
+    def __init__(
+        self,
+        request: RunRequest,
+        scenario: Scenario,
+        settings: Settings,
+        stored: dict[str, Any] | None,
+        database_url: str,
+        run_id: str,
+        concurrency: int,
+        review_tenant: str | None,
+        memory_examples_k: int | None,
+    ) -> None:
+        from bqas.runner.run import _engine_for, _memory_examples, new_event_loop
+        from bqas.store.db import open_store
+
+        self.scenario = scenario
+        self.run_id = run_id
+        self.review_tenant = review_tenant
+        self.concurrency = concurrency
+        # One event loop for the actor's life (the LLM client's connections belong to it), in a thread of
+        # its own: Ray may call actor methods from a thread that already runs a loop.
+        self.loop = new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="bqas-judge-loop", daemon=True).start()
+        self.engine = _engine_for(scenario, request, settings, stored)
+        self.store = open_store(database_url)
+        if review_tenant is not None and memory_examples_k and self.engine.llm is not None:
+            self.engine.options.examples = _memory_examples(self.store, review_tenant, memory_examples_k)
+
+    def pid(self) -> int:
+        """This actor's process id (tests kill it)."""
+        return os.getpid()
+
+    def judge(self, batch: list[WorkItem]) -> tuple[int, int]:
+        """Judge a batch and store its results; returns (work items, records) done."""
+        results = asyncio.run_coroutine_threadsafe(self._judge(batch), self.loop).result()
+        persist_batch(self.store, self.run_id, results, self.review_tenant)
+        return len(batch), len(results)
+
+    async def _judge(self, batch: list[WorkItem]) -> list[Result]:
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(work: WorkItem) -> list[Result]:
+            async with gate:
+                return await judge_work(self.engine, self.scenario, self.run_id, work)
+
+        done = await asyncio.gather(*(one(w) for w in batch))
+        return [r for results in done for r in results]
+
+    def close(self) -> None:
+        """Close the LLM client (its connections) before the actor goes."""
+        if self.engine.llm is not None:
+            asyncio.run_coroutine_threadsafe(self.engine.llm.aclose(), self.loop).result()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def _batches(items: Iterator[WorkItem], size: int) -> Iterator[list[WorkItem]]:
+    batch: list[WorkItem] = []
+    for work in items:
+        batch.append(work)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _given_up(run_id: str, scenario: Scenario, work: WorkItem, error: BaseException) -> Result:
+    """The record of an item that failed on the cluster every time: invalid, with the reason."""
+    language = work.item.data.get("language") or scenario.language
+    cause = getattr(error, "cause", None) or error
+    reason = f"judging failed {MAX_ATTEMPTS} times on the Ray cluster: {type(cause).__name__}: {cause}"
+    return (work.key, work.seq, invalid_record(run_id, work, reason[:2000], language, {}))
+
+
+def run_on_ray(
+    request: RunRequest,
+    scenario: Scenario,
+    settings: Settings,
+    store: Store,
+    run_id: str,
+    done: set[str],
+    total: int,
+    concurrency: int,
+    review_tenant: str | None,
+) -> int:
+    """Judge the run's pending items on Ray; returns how many work items were judged in this call."""
+    from bqas.runner.run import llm_overrides, progress_bar
+
+    plan = ray_plan(request, scenario)
+    started = _connect(plan)
+    try:
+        ray = _ray()
+        database_url = str(store.engine.url.render_as_string(hide_password=False))
+        _check_store(database_url)
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        workers = max(1, min(plan.workers or cpus, concurrency))
+        if workers > cpus:
+            raise ScenarioError(f"--ray-workers {workers}: the cluster has {cpus} CPU(s), one per judge actor")
+        share = concurrency // workers  # the global limit holds: workers × share <= concurrency
+        stored = store.get_run(run_id).config if request.resume else None  # type: ignore[union-attr]
+        # The actors get what they cannot look up on another machine: the API key, the settings.
+        portable = replace(request, on_start=None, overrides=llm_overrides(scenario, request))
+        from bqas.review.settings import get_review_settings
+
+        review = get_review_settings()
+        memory_k = review.memory_examples_k if review.memory_examples else None
+        actor = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=MAX_ATTEMPTS - 1)(JudgeWorker)
+        token = secrets.token_hex(3)  # a resumed run's actors never clash with a dead driver's
+        actors = [
+            actor.options(name=f"judge-{run_id}-{token}-{i}").remote(
+                portable, scenario, settings, stored, database_url, run_id, share, review_tenant, memory_k
+            )
+            for i in range(workers)
+        ]
+        try:
+            if request.progress:
+                with progress_bar(scenario.name, total, len(done)) as advance:
+                    return _drive(ray, actors, scenario, store, run_id, done, plan.batch_size, advance)
+            return _drive(ray, actors, scenario, store, run_id, done, plan.batch_size, None)
+        finally:
+            for a in actors:
+                with contextlib.suppress(Exception):  # a dead actor has nothing left to close
+                    ray.get(a.close.remote(), timeout=30)
+                ray.kill(a)
+    finally:
+        if started:
+            _ray().shutdown()
+
+
+def _drive(
+    ray: Any,
+    actors: list[Any],
+    scenario: Scenario,
+    store: Store,
+    run_id: str,
+    done: set[str],
+    batch_size: int,
+    advance: Any,
+) -> int:
+    """Keep every actor busy until all batches are judged; split and give up on batches that keep failing."""
+    source = _batches(pending_items(scenario, done), batch_size)
+    retry: deque[tuple[list[WorkItem], bool]] = deque()  # (batch, alone): items split out of a failed batch
+    in_flight: dict[Any, tuple[list[WorkItem], bool, int]] = {}
+    load = [0] * len(actors)
+    judged = 0
+    exhausted = False
+
+    def submit(batch: list[WorkItem], alone: bool) -> None:
+        i = min(range(len(actors)), key=load.__getitem__)
+        ref = actors[i].judge.options(retry_exceptions=True).remote(batch)
+        in_flight[ref] = (batch, alone, i)
+        load[i] += 1
+
+    while True:
+        while len(in_flight) < IN_FLIGHT_PER_ACTOR * len(actors):
+            if retry:
+                submit(*retry.popleft())
+            elif not exhausted:
+                nxt = next(source, None)
+                if nxt is None:
+                    exhausted = True
+                    continue
+                submit(nxt, False)
+            else:
+                break
+        if not in_flight:
+            return judged
+        ready, _ = ray.wait(list(in_flight), num_returns=1)
+        batch, alone, i = in_flight.pop(ready[0])
+        load[i] -= 1
+        try:
+            items, records = ray.get(ready[0])
+        except Exception as exc:  # the batch failed MAX_ATTEMPTS times (Ray retried it)
+            if not alone:
+                retry.extend(([work], True) for work in batch)  # find the item at fault
+                continue
+            persist_batch(store, run_id, [_given_up(run_id, scenario, batch[0], exc)])
+            items, records = 1, 1
+        judged += items
+        if advance is not None:
+            advance(records)
