@@ -143,3 +143,30 @@ def test_bqas_view_checks_its_runs_before_serving(store: Store) -> None:
     assert result.exit_code == 2 and "at most two runs" in result.output
     result = runner.invoke(cli, ["view", "r-", "--no-open"])
     assert result.exit_code == 2 and "ambiguous" in result.output
+
+
+def test_compare_page_says_computing_until_the_intervals_are_ready(store: Store) -> None:
+    """Large runs: the page is served at once and says the intervals are coming (computed once)."""
+    import threading
+    from collections.abc import Iterator
+    from typing import Any
+
+    from bqas.viewer.web import _CompareCache
+
+    gate = threading.Event()
+
+    class SlowStore(Store):
+        def iter_records(self, run_id: str, batch: int = 500) -> Iterator[dict[str, Any]]:
+            gate.wait(30)
+            yield from super().iter_records(run_id, batch)
+
+    slow = SlowStore(store.engine)
+    cache = _CompareCache(wait=0.0)
+    run_a, run_b = store.get_run("r-a"), store.get_run("r-b")
+    assert run_a is not None and run_b is not None
+    assert cache.get(slow, run_a, run_b) is None  # still computing
+    gate.set()
+    cache.wait = 30.0
+    result = cache.get(slow, run_a, run_b)
+    assert result is not None and result.matched == 300
+    assert cache.get(store, run_a, run_b) is result  # kept while both runs are final

@@ -86,7 +86,7 @@ class _CompareCache:
 
     def get(self, store: Store, a: Run, b: Run) -> Comparison | None:
         """The comparison, or None while it is still being computed."""
-        key = (a.id, b.id, _version(a), _version(b))
+        key = (a.id, b.id, _version(store, a), _version(store, b))
         with self._lock:
             hit = self._items.get(key)
             if hit is not None:
@@ -114,10 +114,10 @@ class _CompareCache:
             done.set()
 
 
-def _version(run: Run) -> str:
+def _version(store: Store, run: Run) -> str:
     """What changes when a run's results may have changed (a resumed run is running again)."""
     if run.status == "running":
-        return f"running:{id(run)}"  # never reused: a running run is compared afresh
+        return f"running:{store.count_results(run.id)}"  # results are only ever added
     return f"{run.status}:{run.finished_at}"
 
 
@@ -130,7 +130,7 @@ class _Aggregates:
         self._lock = threading.Lock()
 
     def get(self, store: Store, run: Run) -> dict[str, Any]:
-        key = (run.id, _version(run))
+        key = (run.id, _version(store, run))
         with self._lock:
             hit = self._items.get(key)
         if hit is not None:
