@@ -213,6 +213,14 @@ def run_cmd(
         Optional[int],  # noqa: UP045
         typer.Option("--ray-workers", help="Judge actors on the cluster (default: its CPUs, at most --concurrency)."),
     ] = None,
+    repeats: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--repeats",
+            help="Judge each sample N times (default: the scenario's `repeats`, 1): majority verdict, spread, "
+            "flaky samples flagged.",
+        ),
+    ] = None,
 ) -> None:
     """Run a scenario: grade every sample, store results, print a summary, write reports.
 
@@ -247,6 +255,7 @@ def run_cmd(
         profile or [],
         ray=ray,
         ray_workers=ray_workers,
+        repeats=repeats,
     )
 
 
@@ -284,14 +293,21 @@ def compare_cmd(
         typer.Option("--max-worse", help="Fail when more samples than this get a worse verdict."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Exit 2 when the runs judged different data or with different prompts."),
+    ] = False,
 ) -> None:
     """Compare two runs: per-dimension mean differences with bootstrap CIs and changed verdicts.
+
+    Warns when the runs did not judge the same data or the same judge configuration (content hashes);
+    with --strict that is an error (exit 2).
 
     Example: bqas compare r-20261128-0900-ab12 r-20261129-0900-cd34 --max-drop 1.5
     """
     from bqas.cli.run import compare
 
-    compare(run_a, run_b, max_drop, max_worse, as_json)
+    compare(run_a, run_b, max_drop, max_worse, as_json, strict)
 
 
 # Command groups that live in their own modules. Each module defines ``register(app)`` and keeps its

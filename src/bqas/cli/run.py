@@ -91,6 +91,31 @@ def print_summary(
         console.print(th)
     if summary.get("trust"):
         _print_trust(console, summary["trust"], profiles or [])
+    if summary.get("repeats"):
+        _print_repeats(console, summary["repeats"])
+
+
+def _print_repeats(console: Any, repeats: dict[str, Any]) -> None:
+    """Run-level figures over the repeats (mean ± std, min–max) and the samples whose verdicts straddle."""
+    from rich.table import Table
+
+    table = Table(title=f"{repeats['n']} repeats: figures per repeat (canonical verdict: {repeats['rule']})")
+    for col in ("figure", "mean", "std", "min", "max", "per repeat"):
+        table.add_column(col, justify="left" if col == "figure" else "right")
+    for name, f in repeats["figures"].items():
+        values = " ".join(_f(v) for v in f["values"])
+        table.add_row(name, _f(f["mean"]), _f(f["std"]), _f(f["min"]), _f(f["max"]), values)
+    console.print(table)
+    for name, gate in repeats["gates"].items():
+        if gate["straddles"]:
+            console.print(f"gate {name} straddles: met in {gate['met']} of {repeats['n']} repeats", markup=False)
+    console.print(
+        f"samples whose repeats straddle a verdict threshold: {repeats['straddling_samples']} "
+        f"({repeats['ties_escalated']} ties escalated to a human)",
+        markup=False,
+    )
+    if repeats.get("note"):
+        console.print(f"note: {repeats['note']}", markup=False)
 
 
 def _print_trust(console: Any, trust: dict[str, Any], profiles: list[dict[str, Any]]) -> None:
@@ -134,6 +159,7 @@ def run_scenario(
     profiles: list[Path] | None = None,
     ray: str | None = None,
     ray_workers: int | None = None,
+    repeats: int | None = None,
 ) -> None:
     """Implementation of ``bqas run``."""
     from bqas.runner.run import RunRequest, execute
@@ -168,6 +194,7 @@ def run_scenario(
         profiles=list(profiles or []),
         ray=ray,
         ray_workers=ray_workers,
+        repeats=repeats,
         overrides=LLMOverrides(
             base_url=base_url, model=model, structured_output=structured_output, cache=False if no_cache else None
         ),
@@ -301,6 +328,7 @@ def list_runs(limit: int, as_json: bool) -> None:
 
 def show_run(run_id: str, as_json: bool) -> None:
     from bqas.runner.lease import display_status
+    from bqas.runner.run import settled_records
     from bqas.runner.scenario import Thresholds
     from bqas.runner.summary import check_thresholds, summarize
 
@@ -309,9 +337,11 @@ def show_run(run_id: str, as_json: bool) -> None:
     if run is None:
         typer.echo(f"error: {store.missing_run(run_id)}", err=True)
         raise typer.Exit(2)
-    summary = summarize(store.iter_records(run.id))
+    summary = summarize(settled_records(store, run.id))
     thresholds = check_thresholds(summary, Thresholds.model_validate(run.config.get("thresholds") or {}))
     data = summary.as_dict((run.summary or {}).get("cost_usd"))
+    if (run.summary or {}).get("repeats"):
+        data["repeats"] = run.summary["repeats"]
     if as_json:
         typer.echo(
             json.dumps(
@@ -336,11 +366,17 @@ def show_run(run_id: str, as_json: bool) -> None:
         typer.echo(f"interrupted: resume with `bqas run --resume {run.id}`")
 
 
-def compare(run_a: str, run_b: str, max_drop: float, max_worse: int | None, as_json: bool) -> None:
+def compare(
+    run_a: str, run_b: str, max_drop: float, max_worse: int | None, as_json: bool, strict: bool = False
+) -> None:
+    """Implementation of ``bqas compare``: warns (``--strict``: exit 2) when the runs judged different data
+    or with different prompts, policy, backend or model."""
     from rich.console import Console
     from rich.table import Table
 
     from bqas.runner.compare import compare_runs
+    from bqas.runner.hashes import hash_differences
+    from bqas.runner.run import settled_records
     from bqas.textsafe import console_text
 
     store = _store()
@@ -350,7 +386,13 @@ def compare(run_a: str, run_b: str, max_drop: float, max_worse: int | None, as_j
             typer.echo(f"error: {store.missing_run(given)}", err=True)
             raise typer.Exit(2)
     assert a is not None and b is not None
-    result = compare_runs(store.iter_records(a.id), store.iter_records(b.id))
+    mismatch = hash_differences(a.config, b.config)
+    for line in mismatch if strict or not as_json else ():  # --json carries them under "warnings"
+        typer.echo(f"{'error' if strict else 'warning'}: {line}", err=True)
+    if mismatch and strict:
+        typer.echo("error: --strict: the runs are not comparable", err=True)
+        raise typer.Exit(2)
+    result = compare_runs(settled_records(store, a.id), settled_records(store, b.id))
     regressed = result.regressions(max_drop, max_worse)
     if as_json:
         typer.echo(
@@ -364,6 +406,7 @@ def compare(run_a: str, run_b: str, max_drop: float, max_worse: int | None, as_j
                     "dimensions": [d.__dict__ for d in result.dimensions],
                     "changes": result.changes,
                     "regressions": regressed,
+                    "warnings": mismatch,
                 },
                 indent=2,
                 ensure_ascii=False,

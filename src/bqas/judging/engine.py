@@ -121,9 +121,17 @@ class JudgeEngine:
         return True, self.llm is not None
 
     async def evaluate(
-        self, judge: str, sample: Mapping[str, Any], *, response_id: str, language: str | None = None
+        self,
+        judge: str,
+        sample: Mapping[str, Any],
+        *,
+        response_id: str,
+        language: str | None = None,
+        fresh: bool = False,
     ) -> JudgmentResult:
-        """Judge one sample. Raises :class:`InvalidSample` for bad input; never returns made-up scores."""
+        """Judge one sample. Raises :class:`InvalidSample` for bad input; never returns made-up scores.
+
+        ``fresh`` asks the LLM anew instead of replaying a cached reply (repeats 2..N of ``--repeats``)."""
         spec = self.registry.get(judge)
         if spec.kind == "generator":
             raise ValueError(f"judge {judge!r} generates test inputs; it does not grade (use `bqas synth`)")
@@ -164,7 +172,7 @@ class JudgeEngine:
             assert self.llm is not None
             result.backend = "llm" if not use_offline else "offline+llm"
             result.model = self.llm.config.model
-            llm_data = await self._ask_llm(spec, values, lang, result)
+            llm_data = await self._ask_llm(spec, values, lang, result, fresh=fresh)
         self._combine(spec, result, offline_dims, llm_data, notes, llm_failed=use_llm and llm_data is None)
         # Deterministic and backend-independent: an answer that tries to steer the judge fails (before the
         # trust profile decides, so that no profile auto-accepts it).
@@ -233,7 +241,7 @@ class JudgeEngine:
         return from_samples(spec, [r.text for r in replies], model)
 
     async def _ask_llm(
-        self, spec: JudgeSpec, values: Mapping[str, Any], language: str, result: JudgmentResult
+        self, spec: JudgeSpec, values: Mapping[str, Any], language: str, result: JudgmentResult, fresh: bool = False
     ) -> dict[str, Any] | None:
         """Render, call, validate; one retry that says what was wrong; None when it cannot be scored."""
         assert self.llm is not None
@@ -265,6 +273,7 @@ class JudgeEngine:
                     accept=valid,
                     top_logprobs=self.options.top_logprobs if self.options.llm_confidence == "logprobs" else None,
                     cache_first=True,
+                    use_cache=not fresh,
                     max_tokens=spec.max_tokens,
                 )
             except LLMError as exc:

@@ -24,6 +24,7 @@ class LLMOverrides:
     timeout: float | None = None
     max_retries: int | None = None
     max_tokens: int | None = None
+    temperature: float | None = None  # the scenario's llm.temperature (judging default 0)
 
 
 def llm_config(settings: Settings, overrides: LLMOverrides | None = None) -> LLMConfig | None:
@@ -45,6 +46,7 @@ def llm_config(settings: Settings, overrides: LLMOverrides | None = None) -> LLM
         max_tokens=o.max_tokens or settings.llm_max_tokens,
         cache_path=(settings.cache_dir / "llm-cache.sqlite") if use_cache else None,
         max_reply_bytes=settings.llm_max_reply_bytes,
+        temperature=0.0 if o.temperature is None else o.temperature,
     )
 
 

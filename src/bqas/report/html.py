@@ -798,6 +798,8 @@ def write_html_report(
         _Capped(max_escalations),
         _Capped(max_escalations),
     )
+    # Samples whose --repeats straddle a verdict threshold (their records, capped like the other lists).
+    flaky: dict[str, Any] = {"total": 0, "rows": []}
     changes: list[ChangeRow] = []
     n_changes = n_matched = n_new = 0
     from bqas.trust.summary import TrustStats
@@ -815,6 +817,10 @@ def write_html_report(
             worst.offer(seq, record)
         if record.get("escalation") not in (None, "", "none"):
             escalations.add(record)
+        if isinstance(record.get("repeats"), Mapping) and record["repeats"].get("straddles"):
+            flaky["total"] += 1
+            if len(flaky["rows"]) < max_escalations:
+                flaky["rows"].append(record)
         if baseline is not None:
             key = (_key_of(record, "sample_id"), _key_of(record, "judge"))
             before = base_verdicts.pop(key, None)
@@ -891,6 +897,8 @@ def write_html_report(
         "invalid": invalid,
         "baseline": None,
         "trust": _trust_view(run, trust.as_dict()),
+        "repeats": run.get("repeats") if isinstance(run.get("repeats"), Mapping) else None,
+        "flaky": flaky,
     }
     if base_stats is not None and base_run is not None:
         context["baseline"] = {

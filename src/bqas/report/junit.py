@@ -112,6 +112,20 @@ def _score_lines(record: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _repeats_line(record: Mapping[str, Any]) -> str:
+    """``repeats: 3 (production_ready, failed, production_ready) → production_ready; STRADDLES`` or ''."""
+    info = record.get("repeats")
+    if not isinstance(info, Mapping):
+        return ""
+    verdicts = ", ".join(map(str, as_list(info.get("verdicts"))))
+    line = f"repeats: {info.get('n')} ({verdicts}) → {info.get('canonical_verdict')} by {info.get('rule')}"
+    if info.get("tie"):
+        line += "; TIE, escalated"
+    if info.get("straddles"):
+        line += "; STRADDLES a verdict threshold"
+    return line
+
+
 def _time_s(record: Mapping[str, Any]) -> float:
     latency = record.get("latency_ms")
     if isinstance(latency, bool) or not isinstance(latency, int | float) or latency < 0:
@@ -176,7 +190,9 @@ def _testcase(record: Mapping[str, Any], suite: _Suite) -> str:
         return f'{head}>\n      <skipped message="{_attr(message)}"/>\n    </testcase>\n'
 
     composite = _fmt_num(record.get("composite_score"))
-    detail = "\n".join(part for part in (reasoning, "scores:\n" + "\n".join(_score_lines(record))) if part.strip())
+    repeats = _repeats_line(record)
+    parts = (repeats, reasoning, "scores:\n" + "\n".join(_score_lines(record)))
+    detail = "\n".join(part for part in parts if part.strip())
     if verdict in _FAIL_VERDICTS:
         suite.failures += 1
         gates = "".join(f"; gate {g}=fail" for g in _failed_gates(record))
@@ -186,6 +202,9 @@ def _testcase(record: Mapping[str, Any], suite: _Suite) -> str:
             "    </testcase>\n"
         )
     if verdict in _PASS_VERDICTS:
+        if repeats and isinstance(record.get("repeats"), Mapping) and record["repeats"].get("straddles"):
+            # Passes by majority, but not every repeat agreed: say so where CI readers look.
+            return f"{head}>\n      <system-out>{_text(repeats)}</system-out>\n    </testcase>\n"
         return f"{head}/>\n"
     # needs_review (or an unknown verdict): not a CI failure, but a human should look at it.
     note = f"verdict {verdict} (composite {composite})"
@@ -215,6 +234,24 @@ def _threshold_case(result: Mapping[str, Any], suite: _Suite) -> str:
         f'{head}>\n      <failure type="threshold" message="{_attr(message)}">{_text(text)}</failure>\n'
         "    </testcase>\n"
     )
+
+
+def _repeat_properties(repeats: Any) -> list[tuple[str, object]]:
+    """Run-level figures over ``--repeats`` (mean, std, min, max) and the straddling samples, as properties."""
+    if not isinstance(repeats, Mapping):
+        return []
+    props: list[tuple[str, object]] = [
+        ("repeats", repeats.get("n")),
+        ("repeats.straddling_samples", repeats.get("straddling_samples")),
+        ("repeats.ties_escalated", repeats.get("ties_escalated")),
+    ]
+    for name, fig in (repeats.get("figures") or {}).items():
+        if isinstance(fig, Mapping) and fig.get("n"):
+            spread = f"mean {fig.get('mean')} std {fig.get('std')} min {fig.get('min')} max {fig.get('max')}"
+            props.append((f"repeats.{name}", spread))
+    if repeats.get("note"):
+        props.append(("repeats.note", repeats["note"]))
+    return props
 
 
 def write_junit(path: Path, run: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) -> None:
@@ -252,6 +289,8 @@ def write_junit(path: Path, run: Mapping[str, Any], records: Iterable[Mapping[st
         ]
         # Trust or escalate: coverage per tier (and language) and the guaranteed bounds of the profiles.
         properties += trust_properties(trust.as_dict(), as_list(run.get("profiles")))
+        properties += _repeat_properties(run.get("repeats"))
+        properties += [(key, run[key]) for key in ("dataset_hash", "judge_config_hash") if run.get(key)]
         all_suites = [*suites.values(), thresholds]
         totals = {attr: sum(getattr(s, attr) for s in all_suites) for attr in ("tests", "failures", "errors")}
         total_time = sum(s.time for s in all_suites)

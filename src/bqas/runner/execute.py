@@ -2,15 +2,16 @@
 it is done. Memory stays flat: samples are streamed in, results streamed out.
 
 A run is resumable: each (sample, judge) has a key that is unique per run, finished keys are skipped on
-``--resume``, and the store ignores a second insert of the same key.
+``--resume``, and the store ignores a second insert of the same key. With ``--repeats N`` the key grows a
+repeat index (1..N): each repeat is stored, and resumed, on its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Container, Iterator, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +42,7 @@ class WorkItem:
     judge: str | None
     item: DatasetItem
     error: str | None = None
+    repeat: int = 1  # 1..N with --repeats
 
 
 def _judges_for(item: DatasetItem, scenario: Scenario) -> tuple[list[str], str | None]:
@@ -54,6 +56,11 @@ def _judges_for(item: DatasetItem, scenario: Scenario) -> tuple[list[str], str |
     if unknown:
         return [], f"field judge: {unknown} not among the scenario's judges {scenario.judges}"
     return names, None
+
+
+def repeat_count(work: WorkItem, scenario: Scenario) -> int:
+    """How often a work item is judged: the scenario's repeats, once for a bad sample or RAGAS metrics."""
+    return 1 if work.error or work.judge in (None, RAGAS) else scenario.repeats
 
 
 def work_items(scenario: Scenario) -> Iterator[WorkItem]:
@@ -166,8 +173,12 @@ async def judge_ragas(
     return [(f":{r['metric']}", ragas_record(run_id, work, r, language)) for r in records]
 
 
-async def judge_one(engine: JudgeEngine, scenario: Scenario, run_id: str, work: WorkItem) -> dict[str, Any]:
-    """Judge one work item; a bad sample becomes an ``invalid`` record naming line and field."""
+async def judge_one(
+    engine: JudgeEngine, scenario: Scenario, run_id: str, work: WorkItem, repeat: int = 1
+) -> dict[str, Any]:
+    """Judge one work item; a bad sample becomes an ``invalid`` record naming line and field.
+
+    Repeats 2..N skip the LLM cache: a cached reply would make them copies of repeat 1."""
     data = work.item.data
     language = data.get("language") or scenario.language
     if work.error or work.judge is None:
@@ -175,7 +186,9 @@ async def judge_one(engine: JudgeEngine, scenario: Scenario, run_id: str, work: 
     spec = engine.registry.get(work.judge)
     inputs = {k: data.get(k) for k in spec.inputs if k in data}
     try:
-        result = await engine.evaluate(work.judge, data, response_id=work.item.sample_id, language=language)
+        result = await engine.evaluate(
+            work.judge, data, response_id=work.item.sample_id, language=language, fresh=repeat > 1
+        )
     except InvalidSample as exc:
         return invalid_record(run_id, work, f"line {work.item.line}: field {exc}", language, inputs)
     except ValueError as exc:
@@ -184,27 +197,35 @@ async def judge_one(engine: JudgeEngine, scenario: Scenario, run_id: str, work: 
     record["run_id"] = run_id
     record["inputs"] = inputs
     record.update(_sample_meta(work.item))
+    if scenario.repeats > 1:
+        record["repeat"] = repeat
     return record
 
 
 Result = tuple[str, int, dict[str, Any]]  # (result key, sequence number, record) as the store takes them
 
 
-def pending_items(scenario: Scenario, skip: set[str]) -> Iterator[WorkItem]:
-    """The work items of a scenario that are not done yet (``skip``: the stored keys on ``--resume``)."""
+def pending_items(
+    scenario: Scenario, skip: Container[str], done_repeats: Mapping[int, Container[str]] | None = None
+) -> Iterator[WorkItem]:
+    """The work items of a scenario that are not done yet (``skip``: the stored keys on ``--resume``).
+
+    With ``repeats`` > 1, each is followed by its repeats 2..N not in ``done_repeats[r]``."""
+    done_repeats = done_repeats or {}
     for work in work_items(scenario):
-        if work.key in skip:
-            continue
-        if work.judge == RAGAS and all(f"{work.key}:{m}" in skip for m in scenario.metrics):
-            continue
-        yield work
+        ragas_done = work.judge == RAGAS and all(f"{work.key}:{m}" in skip for m in scenario.metrics)
+        if work.key not in skip and not ragas_done:
+            yield work
+        for repeat in range(2, repeat_count(work, scenario) + 1):
+            if work.key not in done_repeats.get(repeat, ()):
+                yield replace(work, repeat=repeat)
 
 
 async def judge_work(engine: JudgeEngine, scenario: Scenario, run_id: str, work: WorkItem) -> list[Result]:
     """The result(s) of one work item: one record per judge, one per metric for the RAGAS pseudo-judge."""
     if work.judge == RAGAS and not work.error:
         return [(work.key + suffix, work.seq, rec) for suffix, rec in await judge_ragas(engine, scenario, run_id, work)]
-    return [(work.key, work.seq, await judge_one(engine, scenario, run_id, work))]
+    return [(work.key, work.seq, await judge_one(engine, scenario, run_id, work, work.repeat))]
 
 
 def persist_batch(store: Store, run_id: str, batch: list[Result], review_tenant: str | None = None) -> None:
@@ -229,21 +250,26 @@ async def execute_run(
     on_progress: ProgressHook | None = None,
     flush_every: int = 200,
     review_tenant: str | None = None,
+    done_repeats: Mapping[int, Container[str]] | None = None,
 ) -> int:
     """Judge all work items not in ``skip``; returns how many were judged in this call.
+
+    With the scenario's ``repeats`` > 1, each judged work item is judged again as repeats 2..N, except
+    those whose key is in ``done_repeats[r]``. Invalid samples and RAGAS metrics are judged once.
 
     With ``review_tenant``, each batch goes through the review loop (memory, consistency check, review
     queue, categories, alerts) as that tenant before it is stored."""
     if concurrency < 1:  # a queue of maxsize <= 0 is unbounded and no worker would judge anything
         raise ValueError(f"concurrency: expected at least 1, got {concurrency}")
     skip = skip or set()
+    done_repeats = done_repeats or {}
     queue: asyncio.Queue[WorkItem | None] = asyncio.Queue(maxsize=concurrency * 2)
     # Bounded: when the store falls behind, workers wait instead of piling results up in memory.
     results: asyncio.Queue[tuple[str, int, dict[str, Any]] | None] = asyncio.Queue(maxsize=flush_every * 2)
     judged = 0
 
     async def produce() -> None:
-        for work in pending_items(scenario, skip):
+        for work in pending_items(scenario, skip, done_repeats):
             await queue.put(work)
         for _ in range(concurrency):
             await queue.put(None)

@@ -17,7 +17,7 @@ from bqas.judging.engine import ExamplesProvider, JudgeEngine
 from bqas.judging.factory import LLMOverrides, build_engine
 from bqas.review.settings import get_review_settings
 from bqas.runner.dataset import count_items
-from bqas.runner.execute import RunFailed, execute_run, new_run_id, work_items
+from bqas.runner.execute import RunFailed, execute_run, new_run_id, repeat_count, work_items
 from bqas.runner.lease import RunLease
 from bqas.runner.scenario import Scenario, ScenarioError, load_scenario, scenario_fingerprint
 from bqas.runner.summary import RunSummary, ThresholdResult, check_thresholds, cost_estimate, summarize
@@ -43,6 +43,7 @@ class RunRequest:
     profiles: list[Path] = field(default_factory=list)  # --profile (besides the scenario's profiles)
     ray: str | None = None  # --ray ADDRESS|auto|local: judge on a Ray cluster (overrides the scenario's ray:)
     ray_workers: int | None = None  # --ray-workers: judge actors (default: the scenario's, else the cluster's CPUs)
+    repeats: int | None = None  # --repeats (else the scenario's `repeats`)
 
 
 @dataclass
@@ -71,6 +72,10 @@ def _scenario_for(request: RunRequest, store: Store) -> tuple[Scenario, str, boo
         if request.scenario_path is not None and request.scenario_path.resolve() != path.resolve():
             raise ScenarioError(f"--resume: run {run.id} belongs to {path}, not {request.scenario_path}")
         scenario = load_scenario(path)
+        stored_repeats = int(run.config.get("repeats") or 1)
+        if request.repeats is not None and request.repeats != stored_repeats:
+            raise ScenarioError(f"--repeats: run {run.id} was started with {stored_repeats} repeats; start a new run")
+        scenario.repeats = stored_repeats  # as it started (--repeats may have overridden the file)
         if run.config.get("fingerprint") != scenario_fingerprint(scenario):
             raise ScenarioError(
                 f"--resume: the scenario or its dataset changed since run {run.id} started; start a new run"
@@ -78,7 +83,12 @@ def _scenario_for(request: RunRequest, store: Store) -> tuple[Scenario, str, boo
         return scenario, run.id, True
     if request.scenario_path is None:
         raise ScenarioError("give a scenario file, or --resume RUN_ID")
-    return load_scenario(request.scenario_path), new_run_id(), False
+    scenario = load_scenario(request.scenario_path)
+    if request.repeats is not None:
+        if request.repeats < 1:
+            raise ScenarioError(f"--repeats: expected at least 1, got {request.repeats}")
+        scenario.repeats = request.repeats
+    return scenario, new_run_id(), False
 
 
 def _engine_for(
@@ -112,6 +122,7 @@ def llm_overrides(scenario: Scenario, request: RunRequest) -> LLMOverrides:
         structured_output=o.structured_output or llm.structured_output,
         concurrency=o.concurrency or llm.concurrency,
         cache=o.cache,
+        temperature=llm.temperature,
     )
 
 
@@ -140,6 +151,9 @@ def _run_meta(
         "thresholds": config.get("thresholds", {}),
         "threshold_results": [t.as_dict() for t in thresholds],
         "profiles": config.get("profile_briefs", []),
+        "dataset_hash": config.get("dataset_hash"),
+        "judge_config_hash": config.get("judge_config_hash"),
+        "repeats": (run.summary or {}).get("repeats"),
         "totals": {
             "samples": summary.samples,
             "scored": summary.scored,
@@ -160,18 +174,49 @@ def write_outputs(store: Store, run_id: str, out_dir: Path, meta: dict[str, Any]
 
     out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / "results.jsonl").open("w", encoding="utf-8") as fh:
-        for record in store.iter_records(run_id):
+        for record in settled_records(store, run_id):
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    write_junit(out_dir / "junit.xml", meta, store.iter_records(run_id))
+    write_junit(out_dir / "junit.xml", meta, settled_records(store, run_id))
     base: tuple[dict[str, Any], Iterator[dict[str, Any]]] | None = None
     if baseline:
         base_run = store.find_run(baseline)
         if base_run is None:
             raise ScenarioError(f"--baseline: {store.missing_run(baseline)}")
-        base_summary = summarize(store.iter_records(base_run.id))
+        base_summary = summarize(settled_records(store, base_run.id))
         base_meta = _run_meta(store, base_run.id, base_summary, [], None)
-        base = (base_meta, store.iter_records(base_run.id))
-    write_html_report(out_dir / "report.html", meta, store.iter_records(run_id), baseline=base)
+        base = (base_meta, settled_records(store, base_run.id))
+    write_html_report(out_dir / "report.html", meta, settled_records(store, run_id), baseline=base)
+
+
+def settled_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
+    """The run's records, one canonical record per (sample, judge) when it was judged repeatedly."""
+    from bqas.runner.repeats import settle
+
+    return settle(store.iter_records(run_id))
+
+
+TEMPERATURE_ZERO_NOTE = (
+    "repeats at temperature 0 measure only server nondeterminism (batching, GPU kernels), not sampling "
+    "variance; set llm.temperature to measure how a sampled judge varies"
+)
+
+
+def _repeats_summary(
+    store: Store, run_id: str, scenario: Scenario, engine: JudgeEngine, summary: RunSummary
+) -> dict[str, Any] | None:
+    """Spread of the run-level figures over the repeats, flaky-sample counts and the temperature note."""
+    if scenario.repeats < 2:
+        return None
+    from bqas.runner.repeats import flaky_count, repeat_figures
+
+    figures = repeat_figures(store.iter_records(run_id), scenario.thresholds, scenario.repeats)
+    straddles, ties = flaky_count(settled_records(store, run_id))
+    figures.update(straddling_samples=straddles, ties_escalated=ties, rule="majority; ties escalated")
+    if engine.llm is not None and engine.options.backend != "offline" and engine.llm.config.temperature == 0:
+        figures["note"] = TEMPERATURE_ZERO_NOTE
+    elif engine.llm is None or engine.options.backend == "offline":
+        figures["note"] = "offline judges are deterministic: repeats without an LLM agree by construction"
+    return figures
 
 
 def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome:
@@ -179,9 +224,12 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
     scenario, run_id, resuming = _scenario_for(request, store)
     stored = store.get_run(run_id).config if resuming else None  # type: ignore[union-attr]
     engine = _engine_for(scenario, request, settings, stored)
-    total = sum(1 for _ in work_items(scenario))
+    total = sum(repeat_count(w, scenario) for w in work_items(scenario))
     out_dir = _out_dir(request, run_id, stored)
     if not resuming:
+        from bqas.runner.hashes import dataset_hash, judge_config
+
+        judging = judge_config(scenario, engine, request.backend or scenario.backend)
         config = {
             "description": scenario.description,
             "fingerprint": scenario_fingerprint(scenario),
@@ -195,6 +243,10 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
             "profiles": [str(p.resolve()) for p in [*scenario.profile_paths(), *request.profiles]],
             "profile_briefs": _briefs(engine),
             "out_dir": str(out_dir.resolve()),  # --resume writes here again
+            "repeats": scenario.repeats,
+            "dataset_hash": dataset_hash(scenario),
+            "judge_config_hash": judging["hash"],
+            "judge_config": judging,
         }
         store.create_run(
             run_id,
@@ -212,6 +264,7 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
         if request.on_start is not None:
             request.on_start(run_id, out_dir, resuming)
         done = store.done_keys(run_id)
+        done_repeats = {r: store.done_keys(run_id, r) for r in range(2, scenario.repeats + 1)}
         concurrency = request.concurrency or scenario.concurrency
         review = get_review_settings()
         tenant = review.local_tenant if review.review else None
@@ -219,18 +272,21 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
             engine.options.examples = _memory_examples(store, tenant, review.memory_examples_k)
         try:
             if request.ray or scenario.ray is not None:
+                if scenario.repeats > 1:
+                    raise ScenarioError("--repeats with --ray: not supported yet; run the repeats without --ray")
                 from bqas.runner.ray_run import run_on_ray
 
                 judged = run_on_ray(request, scenario, settings, store, run_id, done, total, concurrency, tenant)
             else:
                 judged = _run_with_progress(
-                    engine, scenario, store, run_id, done, total, concurrency, request.progress, tenant
+                    engine, scenario, store, run_id, done, total, concurrency, request.progress, tenant, done_repeats
                 )
         except RunFailed as exc:
             # Loud, never a hang: the run is stored as failed with the reason, and the CLI exits non-zero.
             store.update_run(run_id, status="failed", finished_at=datetime.now(UTC), summary={"error": str(exc)})
             raise RunFailed(f"run {run_id} failed: {exc}") from exc
-        summary = summarize(store.iter_records(run_id))
+        summary = summarize(settled_records(store, run_id))
+        repeats = _repeats_summary(store, run_id, scenario, engine, summary)
         llm = scenario.llm
         cost = cost_estimate(
             summary,
@@ -240,7 +296,10 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
             else settings.price_completion_per_mtok,
         )
         thresholds = check_thresholds(summary, scenario.thresholds)
-        store.update_run(run_id, status="done", finished_at=datetime.now(UTC), summary=summary.as_dict(cost))
+        summary_data = summary.as_dict(cost)
+        if repeats is not None:
+            summary_data["repeats"] = repeats
+        store.update_run(run_id, status="done", finished_at=datetime.now(UTC), summary=summary_data)
         write_outputs(store, run_id, out_dir, _run_meta(store, run_id, summary, thresholds, cost), request.baseline)
     finally:
         lease.release()  # held until the outputs are written, so a resume cannot overwrite them meanwhile
@@ -317,14 +376,23 @@ def _run_with_progress(
     concurrency: int,
     show: bool,
     review_tenant: str | None = None,
+    done_repeats: Mapping[int, set[str]] | None = None,
 ) -> int:
     async def main() -> int:
         try:
             if not show:
                 return await execute_run(
-                    engine, scenario, store, run_id, concurrency=concurrency, skip=done, review_tenant=review_tenant
+                    engine,
+                    scenario,
+                    store,
+                    run_id,
+                    concurrency=concurrency,
+                    skip=done,
+                    review_tenant=review_tenant,
+                    done_repeats=done_repeats,
                 )
-            with progress_bar(scenario.name, total, len(done)) as advance:
+            finished = len(done) + sum(len(keys) for keys in (done_repeats or {}).values())
+            with progress_bar(scenario.name, total, finished) as advance:
                 return await execute_run(
                     engine,
                     scenario,
@@ -334,6 +402,7 @@ def _run_with_progress(
                     skip=done,
                     on_progress=advance,
                     review_tenant=review_tenant,
+                    done_repeats=done_repeats,
                 )
         finally:
             if engine.llm is not None:

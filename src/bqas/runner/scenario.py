@@ -39,6 +39,7 @@ class LLMSection(BaseModel):
     concurrency: int | None = Field(default=None, ge=1, le=1024)
     price_prompt_per_mtok: float | None = Field(default=None, ge=0)
     price_completion_per_mtok: float | None = Field(default=None, ge=0)
+    temperature: float | None = Field(default=None, ge=0, le=2)
 
 
 class RaySection(BaseModel):
@@ -88,6 +89,8 @@ class Scenario(BaseModel):
     backend: Literal["auto", "llm", "offline"] = "offline"
     llm: LLMSection = Field(default_factory=LLMSection)
     concurrency: int = Field(default=8, ge=1, le=1024)
+    # Each sample judged this many times (flaky verdicts settle by majority; see docs/scenarios.md).
+    repeats: int = Field(default=1, ge=1, le=100)
     thresholds: Thresholds = Field(default_factory=Thresholds)
     # Calibration profiles (bqas calibrate fit), one per judge, paths relative to the scenario file.
     profiles: list[str] = Field(default_factory=list)

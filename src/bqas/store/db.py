@@ -164,13 +164,17 @@ class Store:
                 setattr(run, key, value)
 
     # -- results ---------------------------------------------------------------------------------------
-    def done_keys(self, run_id: str) -> set[str]:
-        """The sample keys already stored for the run (membership also by their redacted form)."""
+    def done_keys(self, run_id: str, repeat: int = 1) -> set[str]:
+        """The sample keys already stored for the run's ``repeat`` (membership also by their redacted form)."""
         with self.session() as s:
-            return StoredKeys(s.scalars(select(ResultRow.sample_key).where(ResultRow.run_id == run_id)))
+            return StoredKeys(
+                s.scalars(select(ResultRow.sample_key).where(ResultRow.run_id == run_id, ResultRow.repeat == repeat))
+            )
 
     def add_results(self, run_id: str, records: Sequence[tuple[str, int, dict[str, Any]]]) -> int:
-        """Insert (sample_key, seq, record) rows in one transaction; rows already stored are skipped."""
+        """Insert (sample_key, seq, record) rows in one transaction; rows already stored are skipped.
+
+        The record's ``repeat`` (default 1) is part of the key: each repeat of ``--repeats`` is its own row."""
         if not records:
             return 0
         rows = [
@@ -178,6 +182,7 @@ class Store:
                 "run_id": run_id,
                 "sample_key": key,
                 "seq": seq,
+                "repeat": int(rec.get("repeat") or 1),
                 "sample_id": str(rec.get("sample_id") or rec.get("response_id")),
                 "judge": str(rec.get("judge")),
                 "status": str(rec.get("status")),
@@ -192,7 +197,11 @@ class Store:
         insert = pg_insert if self.dialect == "postgresql" else sqlite_insert
         # One statement for every batch size (executemany with "insertmanyvalues"), so SQLAlchemy compiles
         # it once; rowcount is unreliable for such inserts, so count the ids that come back.
-        stmt = insert(ResultRow).on_conflict_do_nothing(index_elements=["run_id", "sample_key"]).returning(ResultRow.id)
+        stmt = (
+            insert(ResultRow)
+            .on_conflict_do_nothing(index_elements=["run_id", "sample_key", "repeat"])
+            .returning(ResultRow.id)
+        )
         with self.engine.begin() as conn:  # Core, not the ORM session: this runs on every batch of results
             inserted = conn.execute(stmt, rows).all()
         return len(inserted)

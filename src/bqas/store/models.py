@@ -36,11 +36,13 @@ class Run(Base):
 
 
 class ResultRow(Base):
-    """One judgment of one sample by one judge. ``sample_key`` is unique per run: resuming never duplicates."""
+    """One judgment of one sample by one judge in one repeat (``--repeats``, from 1).
+
+    (``sample_key``, ``repeat``) is unique per run: resuming never duplicates."""
 
     __tablename__ = "results"
     __table_args__ = (
-        UniqueConstraint("run_id", "sample_key", name="uq_results_run_sample"),
+        UniqueConstraint("run_id", "sample_key", "repeat", name="uq_results_run_sample_repeat"),
         Index("ix_results_run_seq", "run_id", "seq"),
     )
 
@@ -48,6 +50,7 @@ class ResultRow(Base):
     run_id: Mapped[str] = mapped_column(String(64), ForeignKey("runs.id", ondelete="CASCADE"))
     sample_key: Mapped[str] = mapped_column(RedactedId(400))
     seq: Mapped[int] = mapped_column(Integer)
+    repeat: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     sample_id: Mapped[str] = mapped_column(RedactedId(300))
     judge: Mapped[str] = mapped_column(String(100))
     status: Mapped[str] = mapped_column(String(20))
