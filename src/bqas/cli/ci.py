@@ -89,6 +89,7 @@ def _render(source: str, baseline: str | None, max_drop: float, max_worse: int |
     from bqas.cli.run import _store
     from bqas.report.markdown import run_markdown
     from bqas.runner.compare import compare_runs
+    from bqas.runner.run import settled_records
     from bqas.runner.scenario import Thresholds
     from bqas.runner.summary import check_thresholds, summarize
 
@@ -96,14 +97,14 @@ def _render(source: str, baseline: str | None, max_drop: float, max_worse: int |
     run_id = _run_id(source, store, "SOURCE")
     run = store.get_run(run_id)
     assert run is not None
-    summary = summarize(store.iter_records(run.id))
+    summary = summarize(settled_records(store, run.id))  # one record per sample, also with --repeats
     thresholds = [
         t.as_dict() for t in check_thresholds(summary, Thresholds.model_validate(run.config.get("thresholds") or {}))
     ]
     comparison = None
     if baseline is not None:
         base_id = _run_id(baseline, store, "--baseline")
-        result = compare_runs(store.iter_records(base_id), store.iter_records(run.id))
+        result = compare_runs(settled_records(store, base_id), settled_records(store, run.id))
         comparison = (base_id, result, result.regressions(max_drop, max_worse))
     meta: dict[str, Any] = {
         "id": run.id,
@@ -115,7 +116,7 @@ def _render(source: str, baseline: str | None, max_drop: float, max_worse: int |
         meta,
         summary.as_dict((run.summary or {}).get("cost_usd")),
         thresholds,
-        store.iter_records(run.id),
+        settled_records(store, run.id),
         comparison=comparison,
     )
     passed = all(t["passed"] for t in thresholds) and not (comparison and comparison[2])

@@ -101,9 +101,10 @@ class _CompareCache:
 
     def _compute(self, store: Store, key: tuple[str, str, str, str], done: threading.Event) -> None:
         from bqas.runner.compare import compare_runs
+        from bqas.runner.run import settled_records
 
-        try:
-            result = compare_runs(store.iter_records(key[0]), store.iter_records(key[1]))
+        try:  # canonical records: a run with --repeats pairs once per sample
+            result = compare_runs(settled_records(store, key[0]), settled_records(store, key[1]))
             with self._lock:
                 if len(self._items) >= self.size:
                     self._items.pop(next(iter(self._items)))
