@@ -442,6 +442,9 @@ def test_html_baseline_diff(tmp_path: Path, records: list[dict[str, Any]]) -> No
     out = tmp_path / "r.html"
     write_html_report(out, make_run(records), _stream(records), baseline=(make_run(base), _stream(base)))
     html = out.read_text(encoding="utf-8")
+    # Issue 17: the baseline section sat at the very bottom; it now follows the verdicts.
+    assert html.index('<section id="verdicts">') < html.index('<section id="baseline">')
+    assert html.index('<section id="baseline">') < html.index('<section id="breakdowns">')
     section = html.split('id="baseline"', 1)[1]
     assert "29 samples matched by sample and judge · 1 new in this run · 1 only in the baseline" in section
     assert "<strong>2</strong> changed verdict" in section
