@@ -70,6 +70,9 @@ def test_a_run_of_10000_samples_filtered_opened_and_compared(browser: Any, bqas_
         # Compare the two runs: changed verdicts first, the bootstrap interval of the composite.
         browser.get(f"{server.base_url}/review/runs/compare?a=r-big-a&b=r-big-b")
         _wait(browser, lambda d: d.find_elements(By.ID, "pairs"))
+        if browser.find_elements(By.ID, "computing"):  # 10,000 pairs on a loaded machine: reload when ready
+            _shot(browser, "viewer-compare-computing.png")
+            _wait(browser, lambda d: d.refresh() or not d.find_elements(By.ID, "computing"), timeout=120)
         first = browser.find_element(By.ID, "pair-1")
         assert "changed" in (first.get_attribute("class") or "")
         composite = next(r for r in browser.find_elements(By.CSS_SELECTOR, "#dims tr") if "composite_score" in r.text)
