@@ -124,8 +124,12 @@ class JudgeWorker:
         review_tenant: str | None,
         memory_examples_k: int | None,
     ) -> None:
+        from bqas.judging.workers import WORKERS_ENV
         from bqas.runner.run import _engine_for, _memory_examples, new_event_loop
         from bqas.store.db import open_store
+
+        # One CPU per actor (num_cpus=1): one offline worker thread, not one per core of the node.
+        os.environ[WORKERS_ENV] = "1"
 
         self.scenario = scenario
         self.run_id = run_id
