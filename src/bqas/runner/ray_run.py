@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from bqas.runner.execute import Result, WorkItem, invalid_record, judge_work, pending_items, persist_batch
+from bqas.runner.execute import Result, RunFailed, WorkItem, invalid_record, judge_work, pending_items, persist_batch
 from bqas.runner.scenario import Scenario, ScenarioError
 from bqas.settings import Settings
 from bqas.store.db import Store
@@ -74,7 +74,10 @@ def _connect(plan: RayPlan) -> bool:
         # RAY_ADDRESS, else a cluster started on this host with `ray start`, else a fresh local one.
         ray.init(**options)
     else:
-        ray.init(address=plan.address, **options)
+        try:
+            ray.init(address=plan.address, **options)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ScenarioError(f"--ray {plan.address}: cannot join that Ray cluster: {exc}") from None
     return True
 
 
@@ -182,11 +185,16 @@ def _batches(items: Iterator[WorkItem], size: int) -> Iterator[list[WorkItem]]:
         yield batch
 
 
+def _cause(error: BaseException) -> str:
+    """The error an actor raised (Ray wraps it), as ``Type: message``."""
+    cause = getattr(error, "cause", None) or error
+    return f"{type(cause).__name__}: {cause}"
+
+
 def _given_up(run_id: str, scenario: Scenario, work: WorkItem, error: BaseException) -> Result:
     """The record of an item that failed on the cluster every time: invalid, with the reason."""
     language = work.item.data.get("language") or scenario.language
-    cause = getattr(error, "cause", None) or error
-    reason = f"judging failed {MAX_ATTEMPTS} times on the Ray cluster: {type(cause).__name__}: {cause}"
+    reason = f"judging failed {MAX_ATTEMPTS} times on the Ray cluster: {_cause(error)}"
     return (work.key, work.seq, invalid_record(run_id, work, reason[:2000], language, {}))
 
 
@@ -231,6 +239,10 @@ def run_on_ray(
             for i in range(workers)
         ]
         try:
+            try:  # an actor that cannot even start (engine or store) fails the run now, not item by item
+                ray.get([a.pid.remote() for a in actors], timeout=600)
+            except Exception as exc:
+                raise RunFailed(f"the judge actors did not start on the Ray cluster: {_cause(exc)}") from exc
             if request.progress:
                 with progress_bar(scenario.name, total, len(done)) as advance:
                     return _drive(ray, actors, scenario, store, run_id, done, plan.batch_size, advance)
