@@ -144,6 +144,23 @@ def test_offline_run_on_ray_matches_a_local_run(tmp_path: Path, bqas_home: Path,
 
 
 @pytest.mark.ray
+def test_repeated_run_on_ray_matches_a_local_run(tmp_path: Path, bqas_home: Path, cluster: str) -> None:
+    path = _scenario(tmp_path, 4, extra="repeats: 2\n")
+    runner = CliRunner()
+    local = runner.invoke(app, ["run", str(path), "--no-progress", "--out", str(tmp_path / "local")])
+    assert local.exit_code == 0, local.output
+    on_ray = runner.invoke(app, ["run", str(path), "--no-progress", "--ray", "auto", "--out", str(tmp_path / "r")])
+    assert on_ray.exit_code == 0, on_ray.output
+    with sqlite3.connect(bqas_home / "bqas.sqlite") as conn:
+        second = [
+            conn.execute("SELECT COUNT(*) FROM results WHERE run_id = ? AND repeat = 2", (run_id,)).fetchone()[0]
+            for run_id in _run_ids(bqas_home / "bqas.sqlite")
+        ]
+    assert second[0] == second[1] >= 4  # every valid sample judged a second time, on Ray as locally
+    assert _normalised(tmp_path / "local") == _normalised(tmp_path / "r")
+
+
+@pytest.mark.ray
 def test_llm_run_on_ray_keeps_the_global_concurrency_limit(tmp_path: Path, bqas_home: Path, cluster: str) -> None:
     n = 16
     with ScriptedLLM(default=Reply(content=json.dumps(GOOD)), latency=0.1) as server:
@@ -243,7 +260,7 @@ def test_items_that_keep_failing_become_invalid_records_not_a_hang(
             return len(batch), len(results)
 
     actor = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=MAX_ATTEMPTS - 1)(Flaky).remote()  # type: ignore[attr-defined]
-    judged = _drive(ray, [actor], scenario, store, "r-poison", set(), 4, None)
+    judged = _drive(ray, [actor], scenario, store, "r-poison", iter(work_items(scenario)), 4, None)
     ray.kill(actor)
     assert judged == 8
     records = {r["response_id"]: r for r in store.iter_records("r-poison")}

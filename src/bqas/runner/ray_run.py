@@ -23,7 +23,7 @@ import os
 import secrets
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -208,6 +208,7 @@ def run_on_ray(
     total: int,
     concurrency: int,
     review_tenant: str | None,
+    done_repeats: Mapping[int, set[str]] | None = None,
 ) -> int:
     """Judge the run's pending items on Ray; returns how many work items were judged in this call."""
     from bqas.runner.run import llm_overrides, progress_bar
@@ -243,10 +244,12 @@ def run_on_ray(
                 ray.get([a.pid.remote() for a in actors], timeout=600)
             except Exception as exc:
                 raise RunFailed(f"the judge actors did not start on the Ray cluster: {_cause(exc)}") from exc
+            pending = pending_items(scenario, done, done_repeats)  # --repeats: repeats 2..N follow each item
             if request.progress:
-                with progress_bar(scenario.name, total, len(done)) as advance:
-                    return _drive(ray, actors, scenario, store, run_id, done, plan.batch_size, advance)
-            return _drive(ray, actors, scenario, store, run_id, done, plan.batch_size, None)
+                finished = len(done) + sum(len(keys) for keys in (done_repeats or {}).values())
+                with progress_bar(scenario.name, total, finished) as advance:
+                    return _drive(ray, actors, scenario, store, run_id, pending, plan.batch_size, advance)
+            return _drive(ray, actors, scenario, store, run_id, pending, plan.batch_size, None)
         finally:
             for a in actors:
                 with contextlib.suppress(Exception):  # a dead actor has nothing left to close
@@ -263,12 +266,12 @@ def _drive(
     scenario: Scenario,
     store: Store,
     run_id: str,
-    done: set[str],
+    pending: Iterator[WorkItem],
     batch_size: int,
     advance: Any,
 ) -> int:
     """Keep every actor busy until all batches are judged; split and give up on batches that keep failing."""
-    source = _batches(pending_items(scenario, done), batch_size)
+    source = _batches(pending, batch_size)
     retry: deque[tuple[list[WorkItem], bool]] = deque()  # (batch, alone): items split out of a failed batch
     in_flight: dict[Any, tuple[list[WorkItem], bool, int]] = {}
     load = [0] * len(actors)

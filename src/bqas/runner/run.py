@@ -272,11 +272,11 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
             engine.options.examples = _memory_examples(store, tenant, review.memory_examples_k)
         try:
             if request.ray or scenario.ray is not None:
-                if scenario.repeats > 1:
-                    raise ScenarioError("--repeats with --ray: not supported yet; run the repeats without --ray")
                 from bqas.runner.ray_run import run_on_ray
 
-                judged = run_on_ray(request, scenario, settings, store, run_id, done, total, concurrency, tenant)
+                judged = run_on_ray(
+                    request, scenario, settings, store, run_id, done, total, concurrency, tenant, done_repeats
+                )
             else:
                 judged = _run_with_progress(
                     engine, scenario, store, run_id, done, total, concurrency, request.progress, tenant, done_repeats
