@@ -250,3 +250,12 @@ def test_migration_keeps_old_results_as_repeat_1(tmp_path: Path, bqas_home: Path
     assert store.add_results("r1", [("s0::voice", 0, record)]) == 1  # a new repeat of the same key
     assert store.add_results("r1", [("s0::voice", 0, record)]) == 0  # stored once, however often resumed
     assert store.done_keys("r1", 2) == {"s0::voice"}
+
+
+def test_dry_run_counts_every_repeat(tmp_path: Path, bqas_home: Path) -> None:
+    path = _scenario(tmp_path)
+    args = ["run", str(path), "--dry-run", "--json", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+    once = json.loads(CliRunner().invoke(app, args).stdout)
+    thrice = json.loads(CliRunner().invoke(app, [*args, "--repeats", "3"]).stdout)
+    assert once["llm_calls"] == 3 and thrice["llm_calls"] == 9
+    assert thrice["prompt_tokens"] == 3 * once["prompt_tokens"]

@@ -17,6 +17,7 @@ def dry_run(
     language: str | None,
     overrides: LLMOverrides,
     as_json: bool,
+    repeats: int | None = None,
 ) -> None:
     """Count a scenario's samples, LLM calls and prompt tokens and price them; nothing is stored or sent."""
     from bqas.runner.dry_run import estimate_run
@@ -33,6 +34,10 @@ def dry_run(
     settings = get_settings()
     try:
         scenario = load_scenario(scenario_path)
+        if repeats is not None:
+            if repeats < 1:
+                raise ScenarioError(f"--repeats: expected at least 1, got {repeats}")
+            scenario.repeats = repeats
         request = RunRequest(scenario_path=scenario_path, backend=backend, language=language, overrides=overrides)
         engine = _engine_for(scenario, request, settings, None)
         llm = scenario.llm

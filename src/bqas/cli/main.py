@@ -235,7 +235,7 @@ def run_cmd(
         from bqas.judging.factory import LLMOverrides
 
         overrides = LLMOverrides(base_url=base_url, model=model, structured_output=structured_output, cache=False)
-        estimate(scenario, resume, backend, language, overrides, as_json)
+        estimate(scenario, resume, backend, language, overrides, as_json, repeats)
         return
     from bqas.cli.run import run_scenario
 

@@ -142,7 +142,8 @@ def estimate_run(
         lang = str(data.get("language") or language or scenario.language or options.default_language)
         prompt = render_prompt(spec, values, lang, max_field_chars=options.max_field_chars)
         tokens = estimate_messages(list(prompt.messages))
-        calls = 1 + (extra if spec.scoring is not None else 0)
+        # Every repeat of --repeats is a call of its own (repeats 2..N bypass the cache).
+        calls = (1 + (extra if spec.scoring is not None else 0)) * scenario.repeats
         est.llm_items += 1
         est.llm_calls += calls
         est.prompt_tokens += tokens * calls
