@@ -126,9 +126,11 @@ def test_request_models_raise_only_validation_errors_that_render(body: dict[str,
         try:
             request = model.model_validate(body)
         except ValidationError as exc:
-            orjson.dumps([_safe_error(dict(e)) for e in exc.errors()])  # the 422 answer renders
+            rendered = orjson.dumps([_safe_error(dict(e)) for e in exc.errors()])  # the 422 answer renders
+            assert orjson.loads(rendered), "a 422 answer names at least one field"
             continue
-        orjson.dumps(request.model_dump())  # what was accepted can be stored and answered
+        stored = orjson.loads(orjson.dumps(request.model_dump()))  # what was accepted can be stored and answered
+        assert isinstance(stored, dict)
 
 
 @FAST

@@ -168,9 +168,10 @@ def run_calibration(
 ) -> None:
     """Implementation of ``bqas calibrate``."""
     from bqas.calibration.evaluate import EngineRequest, JudgeConfig, run_config
-    from bqas.calibration.gold import STORE_PREFIX, GoldProblem, load_gold, load_gold_store, parse_maps
+    from bqas.calibration.gold import GoldProblem, parse_maps
     from bqas.calibration.report import DEFINITION, calibration_report, compare_report
     from bqas.calibration.targets import check_agreement, check_judge, load_targets
+    from bqas.cli.calibrate_fit import load_gold_any
     from bqas.judging.spec import JudgeFileError, JudgeRegistry, default_registry
     from bqas.settings import check_language, get_settings
 
@@ -180,7 +181,7 @@ def run_calibration(
     try:
         default_language = check_language(language or settings.language, field="--language")
         targets = load_targets(targets_file)
-        map_pairs = parse_maps(maps)
+        parse_maps(maps)  # a bad --map is a usage error before anything else is read
         registry = JudgeRegistry.load(None, policy) if policy else default_registry()
         spec = registry.get(judge)
         configs = (
@@ -192,22 +193,7 @@ def run_calibration(
         raise _fail(str(exc).strip('"')) from None
     if spec.kind != "grader" or spec.scoring is None:
         raise _fail(f"judge {judge!r} is a {spec.kind}; calibrate needs a grader with a verdict")
-    try:
-        if str(gold_path).startswith(STORE_PREFIX):
-            tenant = str(gold_path).removeprefix(STORE_PREFIX).strip()
-            if not tenant:
-                raise ValueError("--gold store:TENANT: name the tenant, e.g. store:acme")
-            gold = load_gold_store(tenant, spec, maps=map_pairs, default_language=default_language, limit=limit)
-        else:
-            gold = load_gold(gold_path, spec, maps=map_pairs, default_language=default_language, limit=limit)
-    except ValueError as exc:
-        raise _fail(str(exc)) from None
-    for problem in gold.problems[:20]:
-        typer.echo(f"warning: {gold_path}:{problem.line}: {problem.message} (line skipped)", err=True)
-    if len(gold.problems) > 20:
-        typer.echo(f"warning: {len(gold.problems) - 20} more bad lines (see the JSON output)", err=True)
-    if not gold.samples:
-        raise _fail(f"{gold_path}: no usable sample for judge {judge!r}")
+    gold = load_gold_any(gold_path, spec, maps, default_language, limit)
 
     request = EngineRequest(settings=settings, language=default_language, overrides=overrides, policy_file=policy)
     names = ["A", "B"] if compare else ["judge"]

@@ -41,6 +41,8 @@ def load_gold_any(
         raise _fail(str(exc)) from None
     for problem in gold.problems[:20]:
         typer.echo(f"warning: {gold_path}:{problem.line}: {problem.message} (line skipped)", err=True)
+    if len(gold.problems) > 20:
+        typer.echo(f"warning: {len(gold.problems) - 20} more bad lines (see the JSON output)", err=True)
     if not gold.samples:
         raise _fail(f"{gold_path}: no usable sample for judge {spec.name!r}")
     return gold
