@@ -122,6 +122,30 @@ def test_repeats_bypass_the_cache_settle_by_majority_and_flag_straddling_samples
     assert "<b>ignore" not in html  # the hostile response stays escaped data
 
 
+def test_fresh_repeats_do_not_overwrite_the_cached_reply_of_repeat_1(tmp_path: Path, bqas_home: Path) -> None:
+    """Repeats 2..N neither read nor write the cache: a later run's repeat 1 replays repeat 1, not the last."""
+    replies = iter([GOOD, BAD, BAD, BAD, BAD])  # run 1: repeats 1-3 (one at a time); run 2: repeats 2-3
+
+    def responder(payload: dict[str, Any]) -> Reply:
+        return Reply(content=json.dumps(next(replies)))
+
+    runner = CliRunner()
+    with ScriptedLLM(responder=responder) as server:
+        path = _scenario(tmp_path, n=1, extra="repeats: 3\n")
+        path.write_text(path.read_text(encoding="utf-8").replace("concurrency: 4", "concurrency: 1"), encoding="utf-8")
+        args = ["run", str(path), "--no-progress", "--base-url", server.base_url, "--model", "m"]
+        for out in ("a", "b"):
+            result = runner.invoke(app, [*args, "--out", str(tmp_path / out)])
+            assert result.exit_code in (0, 1), result.output
+        assert len(server.requests) == 3 + 2
+    with sqlite3.connect(bqas_home / "bqas.sqlite") as db:
+        rows = db.execute("SELECT run_id, repeat, verdict FROM results ORDER BY created_at, repeat").fetchall()
+    first_run, second_run = rows[0][0], rows[-1][0]
+    verdicts = {(run, repeat): verdict for run, repeat, verdict in rows}
+    assert verdicts[(first_run, 1)] == "production_ready" and verdicts[(first_run, 3)] == "failed"
+    assert verdicts[(second_run, 1)] == "production_ready"  # repeat 1's reply, replayed from the cache
+
+
 def test_a_tie_is_escalated_and_reads_needs_review(tmp_path: Path, bqas_home: Path) -> None:
     with ScriptedLLM(responder=Varying()) as server:
         path = _scenario(tmp_path, extra="repeats: 2\n")  # the scenario key

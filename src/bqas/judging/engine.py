@@ -261,8 +261,9 @@ class JudgeEngine:
             if block:
                 messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{block}"}
 
-        def valid(text: str) -> bool:
-            return parse_reply(text, spec.schema).ok
+        def cacheable(text: str) -> bool:
+            # A fresh call (repeats 2..N) bypasses the cache both ways: it must not overwrite repeat 1's reply.
+            return not fresh and parse_reply(text, spec.schema).ok
 
         for attempt in (1, 2):
             try:
@@ -270,7 +271,7 @@ class JudgeEngine:
                     messages,
                     schema=spec.schema,
                     schema_name=spec.name,
-                    accept=valid,
+                    accept=cacheable,
                     top_logprobs=self.options.top_logprobs if self.options.llm_confidence == "logprobs" else None,
                     cache_first=True,
                     use_cache=not fresh,
