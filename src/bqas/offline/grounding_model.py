@@ -26,7 +26,7 @@ import itertools
 import json
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -198,33 +198,31 @@ def _details(
     return details
 
 
-@offline_method("learned_grounding")
-def learned_grounding(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
-    """grounding_score 0-100 = 100 x (1 - calibrated probability of unfaithfulness)."""
+def _learned_value(
+    inputs: Mapping[str, Any], ctx: OfflineContext, non_answer: float, value: Callable[[GroundingProbability], float]
+) -> MethodResult:
+    """The learned scorer's value on a scale (``value`` maps the probability onto it); ``non_answer`` for
+    an empty or "Ok." answer, which grounds nothing the question asked for: a failure, not "unmeasured"
+    (as claim_grounding decides; docs/policy.md)."""
     answer, facts, query = _inputs(inputs)
     if facts and is_non_answer(answer):
-        # An empty or "Ok." answer grounds nothing the question asked for: a failure, not "unmeasured"
-        # (as claim_grounding decides; docs/policy.md).
-        return MethodResult(0.0, "learned", note="empty or trivially short answer: nothing answers the question")
+        return MethodResult(non_answer, "learned", note="empty or trivially short answer: nothing answers the question")
     prob = unfaithful_probability(answer, facts, ctx, query)
     if isinstance(prob, str):
         return MethodResult(None, "learned", note=prob)
-    return MethodResult(
-        grounding_value(prob), f"learned:{prob.model_id}", details=_details(prob, answer, facts, ctx, query)
-    )
+    return MethodResult(value(prob), f"learned:{prob.model_id}", details=_details(prob, answer, facts, ctx, query))
+
+
+@offline_method("learned_grounding")
+def learned_grounding(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
+    """grounding_score 0-100 = 100 x (1 - calibrated probability of unfaithfulness)."""
+    return _learned_value(inputs, ctx, 0.0, grounding_value)
 
 
 @offline_method("learned_faithfulness")
 def learned_faithfulness(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
     """faithfulness 1-5 = 1 + 4 x (1 - calibrated probability of unfaithfulness)."""
-    answer, facts, query = _inputs(inputs)
-    if facts and is_non_answer(answer):
-        return MethodResult(1.0, "learned", note="empty or trivially short answer: nothing answers the question")
-    prob = unfaithful_probability(answer, facts, ctx, query)
-    if isinstance(prob, str):
-        return MethodResult(None, "learned", note=prob)
-    value = round(1.0 + 4.0 * (1.0 - prob.p_unfaithful), 2)
-    return MethodResult(value, f"learned:{prob.model_id}", details=_details(prob, answer, facts, ctx, query))
+    return _learned_value(inputs, ctx, 1.0, lambda prob: round(1.0 + 4.0 * (1.0 - prob.p_unfaithful), 2))
 
 
 @offline_method("learned_invention_gate")
