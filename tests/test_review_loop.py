@@ -556,3 +556,41 @@ def test_memory_retention_deletes_old_unreviewed_judgments_only(store: Store) ->
     with store.session() as s:
         left = sorted(s.execute(sa.select(Judgment.tenant, Judgment.response_id)).all())
     assert left == [("acme", "old-q"), ("beta", "other")]  # the reviewed case and the other tenant stay
+
+
+# -- batches ---------------------------------------------------------------------------------------------
+def test_memory_and_queue_rows_are_inserted_with_one_parameter_set_per_row(store: Store) -> None:
+    """The inserts take one parameter set per row (executemany: compiled once for every batch size, and
+    cached); a multi-row INSERT built with .values(rows) was compiled anew for every batch (issue 15)."""
+    import sqlalchemy as sa
+
+    seen: list[tuple[str, int]] = []
+
+    def before_execute(conn: object, clause: object, multiparams: object, params: object, options: object) -> None:
+        if isinstance(clause, sa.Insert) and clause.table.name in ("review_judgments", "review_items"):
+            # One row arrives as ``params``, several as ``multiparams``; .values(rows) sent neither.
+            assert isinstance(multiparams, list | tuple)
+            seen.append((clause.table.name, len(multiparams) or (1 if params else 0)))
+
+    sa.event.listen(store.engine, "before_execute", before_execute)
+    try:
+        for n in (3, 5):
+            batch = [voice_record(f"b{n}-{i}", reasons=["unscored"] if i % 2 else None) for i in range(n)]
+            process_results(store, "acme", batch, registry=default_registry(), settings=_settings())
+    finally:
+        sa.event.remove(store.engine, "before_execute", before_execute)
+    assert seen == [("review_judgments", 3), ("review_items", 1), ("review_judgments", 5), ("review_items", 2)]
+    assert list_items(store, "acme", ItemFilter())[1] == 3
+
+
+def test_process_results_never_changes_the_records_it_is_given(store: Store) -> None:
+    """Records are copied (a shallow copy: nested values are replaced, never changed in place)."""
+    import copy
+
+    rec = voice_record("x", reasons=["unscored"], inputs={})
+    rec.pop("inputs")
+    before = copy.deepcopy(rec)
+    sample = {**VOICE_INPUTS, "id": "x"}
+    (out,) = process_results(store, "acme", [rec], samples=[sample], registry=default_registry(), settings=_settings())
+    assert rec == before
+    assert out["inputs"] == VOICE_INPUTS and "inputs" not in rec

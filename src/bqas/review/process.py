@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -69,7 +68,9 @@ def process_results(
     """
     settings = settings or get_review_settings()
     registry = _registry(registry)
-    out = [copy.deepcopy(dict(r)) for r in records]
+    # A shallow copy is enough: below, only top-level keys of a record are set, nested values are replaced
+    # (never changed in place). A deep copy of every record was a tenth of the review loop's CPU.
+    out = [dict(r) for r in records]
     now = time.time()
     judged = [i for i, r in enumerate(out) if is_judgment(r)]
     if not judged:
@@ -140,10 +141,13 @@ def process_results(
     queue_rows = item_rows(tenant, out, source=source, registry=registry)
     try:
         with store.session.begin() as s:
-            s.execute(
-                insert_for(store)(Judgment)
-                .values(memory_rows)
-                .on_conflict_do_nothing(index_elements=["tenant", "source", "response_id", "judge"])
+            # executemany with one parameter set per row: SQLAlchemy compiles the statement once and caches
+            # it ("insertmanyvalues"); .values(rows) compiled a new multi-row INSERT for every batch.
+            s.connection().execute(
+                insert_for(store)(Judgment.__table__).on_conflict_do_nothing(
+                    index_elements=["tenant", "source", "response_id", "judge"]
+                ),
+                memory_rows,
             )
             queued = insert_items(store, s, queue_rows)
             new = flag_categories(store, s, tenant, out, source=source, registry=registry, now=now)

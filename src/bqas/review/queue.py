@@ -121,13 +121,13 @@ def insert_items(store: Store, session: Session, rows: list[dict[str, Any]]) -> 
     """Insert queue rows in one statement; rows already queued are skipped. Returns how many were new."""
     if not rows:
         return 0
+    # executemany (compiled once, cached) rather than .values(rows), which compiled a new statement per batch.
     stmt = (
-        insert_for(store)(ReviewItem)
-        .values(rows)
+        insert_for(store)(ReviewItem.__table__)
         .on_conflict_do_nothing(index_elements=["tenant", "source", "response_id", "judge"])
-        .returning(ReviewItem.id)
+        .returning(ReviewItem.__table__.c.id)
     )
-    added = len(session.execute(stmt).all())
+    added = len(session.connection().execute(stmt, rows).all())
     for tenant in sorted({str(r["tenant"]) for r in rows}) if added else []:
         keys = sorted({str(r["group_key"]) for r in rows if r.get("group_key") and r["tenant"] == tenant})
         # A sample whose group a person already decided (another run's item) needs no second decision.
