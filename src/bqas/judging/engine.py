@@ -14,20 +14,23 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from bqas.judging.manipulation import apply_manipulation, find_manipulation
 from bqas.judging.offline import OfflineJudge
-from bqas.judging.parse import parse_reply
 from bqas.judging.policy import apply_policy
 from bqas.judging.render import render_prompt, retry_message
 from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
 from bqas.judging.spec import JudgeRegistry, JudgeSpec
 from bqas.judging.workers import run_cpu
-from bqas.llm.client import LLMClient, LLMError, ReplyTooLarge
 from bqas.offline.methods import MethodResult
 from bqas.settings import check_language
 from bqas.trust.profile import CalibrationProfile
+
+if TYPE_CHECKING:
+    # The LLM client (aiohttp) and the reply parser (jsonschema) load with the first LLM call: an offline
+    # run or service never imports them (a tenth of a second or more of every start).
+    from bqas.llm.client import LLMClient
 
 BackendChoice = Literal["auto", "llm", "offline"]
 
@@ -227,6 +230,8 @@ class JudgeEngine:
                 else "the server gave no token log-probabilities"
             )
             return TierConfidence(model=model, reason=f"{why}; set confidence samples k > 0 to sample instead")
+        from bqas.llm.client import LLMError
+
         try:
             replies = await self.llm.sample(
                 messages, k, schema=spec.schema, schema_name=spec.name, max_tokens=spec.max_tokens
@@ -260,6 +265,9 @@ class JudgeEngine:
             block = await self.options.examples(spec.name, values, prompt.language)
             if block:
                 messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{block}"}
+
+        from bqas.judging.parse import parse_reply
+        from bqas.llm.client import LLMError, ReplyTooLarge
 
         def cacheable(text: str) -> bool:
             # A fresh call (repeats 2..N) bypasses the cache both ways: it must not overwrite repeat 1's reply.

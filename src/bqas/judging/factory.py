@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bqas.judging.engine import BackendChoice, EngineOptions, JudgeEngine
 from bqas.judging.spec import JudgeRegistry, default_registry
-from bqas.llm.client import LLMClient, LLMConfig
 from bqas.settings import Settings, check_language
+
+if TYPE_CHECKING:
+    from bqas.llm.client import LLMConfig
 
 
 @dataclass
@@ -35,6 +38,8 @@ def llm_config(settings: Settings, overrides: LLMOverrides | None = None) -> LLM
     if not base_url or not model:
         return None
     use_cache = settings.llm_cache if o.cache is None else o.cache
+    from bqas.llm.client import LLMConfig  # aiohttp: only where an LLM is configured
+
     return LLMConfig(
         base_url=base_url,
         model=model,
@@ -67,7 +72,11 @@ def build_engine(
         raise ValueError(
             "backend llm needs an LLM: set BQAS_LLM_BASE_URL and BQAS_JUDGE_MODEL or pass --base-url and --model"
         )
-    llm = LLMClient(config) if config is not None else None
+    llm = None
+    if config is not None:
+        from bqas.llm.client import LLMClient
+
+        llm = LLMClient(config)
     options = EngineOptions(
         backend=backend,
         default_language=check_language(language or settings.language),

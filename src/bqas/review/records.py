@@ -7,9 +7,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
 from bqas.store.db import Store
 
 JUDGED_STATUSES: tuple[str, ...] = ("scored", "unscored")
@@ -17,7 +14,7 @@ JUDGED_STATUSES: tuple[str, ...] = ("scored", "unscored")
 
 def insert_for(store: Store) -> Any:
     """The dialect's INSERT construct (both support ``on_conflict_do_nothing``)."""
-    return pg_insert if store.dialect == "postgresql" else sqlite_insert
+    return store.insert()
 
 
 def is_judgment(record: Mapping[str, Any]) -> bool:

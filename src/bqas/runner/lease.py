@@ -10,6 +10,7 @@ lease is one conditional UPDATE, so two ``bqas run --resume`` started at the sam
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import threading
 import time
@@ -43,6 +44,11 @@ class Holder:
 
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host}" if self.pid is not None else f"a process on {self.host}"
+
+
+def worker_name() -> str:
+    """This process's lease owner name, ``host:pid:token`` (run leases and the service's job leases)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 def _pid_exists(pid: int) -> bool:
@@ -85,8 +91,6 @@ class RunLease:
     @classmethod
     def acquire(cls, store: Store, run_id: str) -> RunLease:
         """Take the run's lease (free, run out, or its process gone); :class:`RunBusy` when it is live."""
-        from bqas.service.worker import worker_name
-
         owner = worker_name()
         with store.session.begin() as s:
             run = s.get(Run, run_id)

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import secrets
-import socket
 from typing import Any
 
 from bqas.logs import get_logger
 from bqas.privacy import enable_redaction, redact, redaction_enabled
 from bqas.review.process import process_results
+from bqas.runner.lease import worker_name
 from bqas.service.config import ServiceSettings
 from bqas.service.jobs import job_calls
 from bqas.service.metrics import ServiceMetrics
@@ -42,10 +40,6 @@ def review_source(job: JobView, seq: int) -> str:
     Queue and memory rows are unique per (tenant, source, response id, judge): turns of one session that
     carry the same ``response_id`` must not collapse into one row (the later turn was lost)."""
     return f"{job.id}#turn-{seq}" if job.kind == "session" else job.id
-
-
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 class JobWorker:

@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, and_, create_engine, event, func, or_, select, text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
@@ -104,6 +102,19 @@ class Store:
     def dialect(self) -> str:
         return self.engine.dialect.name
 
+    def insert(self) -> Any:
+        """The INSERT construct of this store's dialect (both have ``on_conflict_do_nothing``).
+
+        Imported here, not at the top: SQLAlchemy's PostgreSQL dialect takes a tenth of a second to import
+        and a SQLite store never needs it."""
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            return pg_insert
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert
+
     # -- runs ------------------------------------------------------------------------------------------
     def create_run(
         self,
@@ -194,7 +205,7 @@ class Store:
             }
             for key, seq, rec in records
         ]
-        insert = pg_insert if self.dialect == "postgresql" else sqlite_insert
+        insert = self.insert()
         # One statement for every batch size (executemany with "insertmanyvalues"), so SQLAlchemy compiles
         # it once; rowcount is unreliable for such inserts, so count the ids that come back.
         stmt = (

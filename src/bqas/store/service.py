@@ -34,8 +34,6 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Mapped, mapped_column
 
 from bqas.auth.tenants import check_tenant_name
@@ -271,7 +269,7 @@ def renew_lease(store: Store, job_id: str, worker: str, lease_seconds: float) ->
 
 def add_item(store: Store, job_id: str, seq: int, records: dict[str, Any], worker: str) -> bool:
     """Store one turn's records; False (and nothing written) when the turn is already stored."""
-    insert = pg_insert if store.dialect == "postgresql" else sqlite_insert
+    insert = store.insert()
     stmt = (
         insert(JobItem)
         .values(job_id=job_id, seq=seq, records=records, worker=worker, created_at=now())
