@@ -214,3 +214,23 @@ def test_bqas_run_counts_the_attempts_of_an_unreachable_llm(tmp_path: Path, bqas
     runs = json.loads(CliRunner().invoke(app, ["runs", "--json"]).output)
     shown = json.loads(CliRunner().invoke(app, ["show", runs[0]["id"], "--json"]).output)
     assert shown["summary"]["llm_calls"] == sent
+
+
+async def test_a_reply_is_parsed_once_with_the_cache_on(
+    scripted_llm: ScriptedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cache's acceptance check and the scoring parsed every reply twice (issue 15: hot path).
+    import bqas.judging.parse as parse_module
+
+    calls: list[str] = []
+    real = parse_module.parse_reply
+
+    def counting(text: str, schema: dict[str, object]) -> object:
+        calls.append(text)
+        return real(text, schema)
+
+    monkeypatch.setattr(parse_module, "parse_reply", counting)
+    scripted_llm.push(Reply(content=json.dumps(GOOD)))
+    rec = await _judge(_engine(scripted_llm, cache=tmp_path / "cache.sqlite"))
+    assert rec["composite_score"] == 87.5 and rec["cache_hit"] is False
+    assert calls == [json.dumps(GOOD)]

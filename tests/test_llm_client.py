@@ -131,26 +131,71 @@ async def test_cache_sqlite_io_runs_off_the_event_loop(
     from bqas.llm.cache import ResponseCache
 
     threads: list[tuple[str, int]] = []
-    real_get, real_put = ResponseCache.get, ResponseCache.put
+    real_get, real_flush = ResponseCache.get_many, ResponseCache.flush
 
-    def get(self: ResponseCache, key: str) -> object:
+    def get_many(self: ResponseCache, keys: object) -> object:
         threads.append(("get", threading.get_ident()))
-        return real_get(self, key)
+        return real_get(self, keys)  # type: ignore[arg-type]
 
-    def put(self: ResponseCache, key: str, reply: object) -> None:
-        threads.append(("put", threading.get_ident()))
-        real_put(self, key, reply)  # type: ignore[arg-type]
+    def flush(self: ResponseCache) -> int:
+        threads.append(("flush", threading.get_ident()))
+        return real_flush(self)
 
-    monkeypatch.setattr(ResponseCache, "get", get)
-    monkeypatch.setattr(ResponseCache, "put", put)
+    monkeypatch.setattr(ResponseCache, "get_many", get_many)
+    monkeypatch.setattr(ResponseCache, "flush", flush)
     scripted_llm.push(Reply(content='{"a": 1}'))
     loop_thread = threading.get_ident()
     async with _client(scripted_llm, cache_path=tmp_path / "c.sqlite") as client:
         first = await client.complete(MESSAGES, schema=SCHEMA)
-        second = await client.complete(MESSAGES, schema=SCHEMA)
+        second = await client.complete(MESSAGES, schema=SCHEMA)  # answered from the reply kept in memory
     assert not first.cache_hit and second.cache_hit and second.text == '{"a": 1}'
-    assert [op for op, _ in threads] == ["get", "put", "get"]
+    assert [op for op, _ in threads] == ["get", "get", "flush"]  # written once, when the client closed
     assert all(ident != loop_thread for _, ident in threads)
+    async with _client(scripted_llm, cache_path=tmp_path / "c.sqlite") as client2:  # a new process
+        assert (await client2.complete(MESSAGES, schema=SCHEMA)).cache_hit
+    assert len(scripted_llm.requests) == 1
+
+
+def _sql_trace(client: LLMClient) -> list[str]:
+    """Every SQL statement the client's cache file runs from now on."""
+    assert client.cache is not None
+    statements: list[str] = []
+    client.cache._conn.set_trace_callback(statements.append)
+    return statements
+
+
+async def test_cache_writes_are_batched_in_few_transactions(scripted_llm: ScriptedLLM, tmp_path: Path) -> None:
+    # One commit per reply was most of the cache's CPU in a run with the defaults (issue 15).
+    from bqas.llm.cache import FLUSH_EVERY
+
+    n = FLUSH_EVERY + 36
+    scripted_llm.default = Reply(content='{"a": 2}')
+    async with _client(scripted_llm, cache_path=tmp_path / "c.sqlite") as client:
+        statements = _sql_trace(client)
+        for i in range(n):
+            await client.complete([{"role": "user", "content": f"Frage {i}"}], schema=SCHEMA)
+    assert statements.count("COMMIT") == 2  # one full batch, the rest when the client closed
+    async with _client(scripted_llm, cache_path=tmp_path / "c.sqlite") as again:
+        hits = [await again.complete([{"role": "user", "content": f"Frage {i}"}], schema=SCHEMA) for i in range(n)]
+    assert all(h.cache_hit for h in hits) and len(scripted_llm.requests) == n
+
+
+async def test_concurrent_cache_lookups_share_queries(scripted_llm: ScriptedLLM, tmp_path: Path) -> None:
+    # A thread hop and a query per lookup: 64 concurrent requests now share a few queries (issue 15).
+    scripted_llm.default = Reply(content='{"a": 3}')
+    async with _client(scripted_llm, cache_path=tmp_path / "c.sqlite", concurrency=64) as client:
+        statements = _sql_trace(client)
+        first = await asyncio.gather(
+            *(client.complete([{"role": "user", "content": f"F {i}"}], schema=SCHEMA) for i in range(64))
+        )
+        second = await asyncio.gather(
+            *(client.complete([{"role": "user", "content": f"F {i}"}], schema=SCHEMA) for i in range(64))
+        )
+    selects = [q for q in statements if q.startswith("SELECT")]
+    assert not any(r.cache_hit for r in first) and all(r.cache_hit for r in second)
+    assert [r.text for r in second] == ['{"a": 3}'] * 64
+    assert 1 <= len(selects) <= 8, len(selects)
+    assert len(scripted_llm.requests) == 64
 
 
 async def test_concurrency_limit_is_respected() -> None:

@@ -30,6 +30,7 @@ from bqas.trust.profile import CalibrationProfile
 if TYPE_CHECKING:
     # The LLM client (aiohttp) and the reply parser (jsonschema) load with the first LLM call: an offline
     # run or service never imports them (a tenth of a second or more of every start).
+    from bqas.judging.parse import ParseOutcome
     from bqas.llm.client import LLMClient
 
 BackendChoice = Literal["auto", "llm", "offline"]
@@ -269,9 +270,17 @@ class JudgeEngine:
         from bqas.judging.parse import parse_reply
         from bqas.llm.client import LLMError, ReplyTooLarge
 
+        parsed: dict[str, ParseOutcome] = {}
+
+        def parse(text: str) -> ParseOutcome:
+            # Parsed once per reply: the cache's check below and the scoring after it read the same outcome.
+            if text not in parsed:
+                parsed[text] = parse_reply(text, spec.schema)
+            return parsed[text]
+
         def cacheable(text: str) -> bool:
             # A fresh call (repeats 2..N) bypasses the cache both ways: it must not overwrite repeat 1's reply.
-            return not fresh and parse_reply(text, spec.schema).ok
+            return not fresh and parse(text).ok
 
         for attempt in (1, 2):
             try:
@@ -299,7 +308,7 @@ class JudgeEngine:
             result.prompt_tokens += completion.prompt_tokens
             result.completion_tokens += completion.completion_tokens
             result.cache_hit = completion.cache_hit and attempt == 1
-            outcome = parse_reply(completion.text, spec.schema)
+            outcome = parse(completion.text)
             result.repairs.extend(r for r in outcome.repairs if r not in result.repairs)
             result.warnings.extend(outcome.warnings)
             if outcome.ok:

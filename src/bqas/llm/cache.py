@@ -3,8 +3,14 @@
 The key is a hash of the model, the messages and the parameters that shape the answer, so repeating a
 judgment makes no call. Where :data:`CACHE_SCOPE` is set (the service sets it to the caller's tenant) the
 scope is part of the key: a tenant never gets a cache hit for text that another tenant submitted, which
-would tell it that the other tenant sent that text. CLI runs set no scope and share the cache. Only replies the caller accepted (valid JSON for the judge) are stored, so a
-broken reply is never replayed.
+would tell it that the other tenant sent that text. CLI runs set no scope and share the cache. Only replies
+the caller accepted (valid JSON for the judge) are stored, so a broken reply is never replayed.
+
+Writes are batched: :meth:`ResponseCache.add` keeps a reply in memory (where :meth:`~ResponseCache.get`
+finds it at once) and :meth:`~ResponseCache.flush` writes all kept replies in one transaction, due after
+:data:`FLUSH_EVERY` replies or :data:`FLUSH_AFTER_S` seconds and on :meth:`~ResponseCache.close`. A commit
+per reply was most of the cache's cost in a run; a process killed before the flush loses at most those
+replies from the cache (they are asked again next time), never a result.
 """
 
 from __future__ import annotations
@@ -14,8 +20,9 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +35,24 @@ class CachedReply:
     completion_tokens: int
 
 
+#: Replies kept in memory before they are written in one transaction, and the longest they wait.
+FLUSH_EVERY = 64
+FLUSH_AFTER_S = 1.0
+# SQLite's limit on host parameters is 999 in old builds: lookups of many keys go in chunks below it.
+_IN_CHUNK = 500
+
 # Who the cached replies belong to (None: shared by everyone, as in CLI runs).
 CACHE_SCOPE: ContextVar[str | None] = ContextVar("bqas_cache_scope", default=None)
 
 
-def cache_key(model: str, messages: list[dict[str, str]], params: dict[str, Any]) -> str:
-    """A stable key for one request (within the current :data:`CACHE_SCOPE`)."""
+_UNSET: Any = object()
+
+
+def cache_key(model: str, messages: list[dict[str, str]], params: dict[str, Any], scope: str | None = _UNSET) -> str:
+    """A stable key for one request within ``scope`` (default: the current :data:`CACHE_SCOPE`)."""
     parts: dict[str, Any] = {"model": model, "messages": messages, "params": params}
-    scope = CACHE_SCOPE.get()
+    if scope is _UNSET:
+        scope = CACHE_SCOPE.get()
     if scope is not None:  # unscoped keys stay as they were, so existing caches keep their hits
         parts["scope"] = scope
     blob = json.dumps(parts, sort_keys=True, ensure_ascii=False)
@@ -58,12 +75,15 @@ def redacted_reply(text: str) -> str:
 
 
 class ResponseCache:
-    """A tiny key-value store of replies in one SQLite file."""
+    """A tiny key-value store of replies in one SQLite file, written in batches."""
 
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._pending: dict[str, CachedReply] = {}  # added, not yet written
+        self._oldest = 0.0  # when the oldest pending reply was added (monotonic)
+        self._flushing = False  # a flush is due or running: add() asks for no second one
         self._conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
@@ -74,26 +94,78 @@ class ResponseCache:
         self._conn.commit()
 
     def get(self, key: str) -> CachedReply | None:
+        """The reply stored (or added) under ``key``, else None."""
+        return self.get_many([key]).get(key)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, CachedReply]:
+        """The replies of those ``keys`` that are cached (one query per 500 keys)."""
+        found: dict[str, CachedReply] = {}
+        wanted = list(dict.fromkeys(keys))
         with self._lock:
-            row = self._conn.execute(
-                "SELECT text, model, prompt_tokens, completion_tokens FROM replies WHERE key = ?", (key,)
-            ).fetchone()
-        return CachedReply(row[0], row[1], int(row[2]), int(row[3])) if row else None
+            for key in wanted:
+                if (kept := self._pending.get(key)) is not None:
+                    # As a replay from the file would return it (masked when redaction is on).
+                    found[key] = replace(kept, text=redacted_reply(kept.text))
+            rest = [k for k in wanted if k not in found]
+            for start in range(0, len(rest), _IN_CHUNK):
+                chunk = rest[start : start + _IN_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = self._conn.execute(
+                    f"SELECT key, text, model, prompt_tokens, completion_tokens FROM replies WHERE key IN ({marks})",
+                    chunk,
+                ).fetchall()
+                for row in rows:
+                    found[row[0]] = CachedReply(row[1], row[2], int(row[3]), int(row[4]))
+        return found
+
+    def add(self, key: str, reply: CachedReply) -> bool:
+        """Keep a reply to be written with the next :meth:`flush`; True when the caller should flush now
+        (:data:`FLUSH_EVERY` replies kept, or the oldest kept for :data:`FLUSH_AFTER_S`). Cheap: no I/O."""
+        now = time.monotonic()
+        with self._lock:
+            if not self._pending:
+                self._oldest = now
+            self._pending[key] = reply
+            due = len(self._pending) >= FLUSH_EVERY or now - self._oldest >= FLUSH_AFTER_S
+            if due and not self._flushing:
+                self._flushing = True
+                return True
+        return False
+
+    def flush(self) -> int:
+        """Write the kept replies in one transaction; returns how many. With ``BQAS_REDACT_PII`` each text
+        is masked first (a replay then sees the mask)."""
+        with self._lock:
+            batch, self._pending = self._pending, {}
+            try:
+                if batch:
+                    created = time.time()
+                    rows = [
+                        (key, r.model, redacted_reply(r.text), r.prompt_tokens, r.completion_tokens, created)
+                        for key, r in batch.items()
+                    ]
+                    self._conn.executemany("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?)", rows)
+                    self._conn.commit()
+            except BaseException:
+                # Not written: keep them (a later flush or close tries again), newer replies win.
+                self._pending = {**batch, **self._pending}
+                raise
+            finally:
+                self._flushing = False
+        return len(batch)
 
     def put(self, key: str, reply: CachedReply) -> None:
-        """Store a reply; with ``BQAS_REDACT_PII`` its text is masked first (a replay then sees the mask)."""
-        text = redacted_reply(reply.text)
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?)",
-                (key, reply.model, text, reply.prompt_tokens, reply.completion_tokens, time.time()),
-            )
-            self._conn.commit()
+        """Store a reply at once (:meth:`add` and :meth:`flush`)."""
+        self.add(key, reply)
+        self.flush()
 
     def __len__(self) -> int:
+        self.flush()
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
 
     def close(self) -> None:
+        """Write what is kept, then close the file."""
+        self.flush()
         with self._lock:
             self._conn.close()

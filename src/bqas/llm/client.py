@@ -27,7 +27,8 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bqas.llm.cache import CachedReply, ResponseCache, cache_key
+from bqas.llm.cache import CachedReply, ResponseCache
+from bqas.llm.cache_io import CacheIO
 from bqas.llm.logprobs import TokenLogprob, parse_logprobs, tokens_in_span
 from bqas.llm.servers import InFlight, in_flight_for, traits_for
 
@@ -177,6 +178,7 @@ class LLMClient:
         if config.api_key:
             self._headers["Authorization"] = f"Bearer {config.api_key}"
         self.cache = ResponseCache(config.cache_path) if config.cache_path else None
+        self._cache_io: CacheIO | None = None
 
     def _session(self) -> tuple[aiohttp.ClientSession, InFlight]:
         # Created on first use, inside the running event loop (aiohttp binds a session to its loop).
@@ -201,7 +203,8 @@ class LLMClient:
             await self._http.close()
             self._http = None
         if self.cache is not None:
-            self.cache.close()
+            await asyncio.to_thread(self.cache.close)  # writes the replies still kept in memory
+            self._cache_io = None
 
     @property
     def mode(self) -> str | None:
@@ -280,8 +283,8 @@ class LLMClient:
             # The key hashes the messages and the schema: only worth computing when a cache is in use.
             shape = {"temperature": params["temperature"], "max_tokens": params.get("max_tokens"), "schema": schema}
             lookup = use_cache and (top_logprobs is None or cache_first)
-            # Hashing and SQLite I/O in a thread, off the event loop (to_thread keeps CACHE_SCOPE).
-            key, hit = await asyncio.to_thread(self._cache_lookup, self.cache, messages, shape, lookup)
+            # Hashing and SQLite I/O in a thread, off the event loop, batched with concurrent lookups.
+            key, hit = await self._cache_for_loop().lookup(self.config.model, messages, shape, use_hit=lookup)
             if hit is not None:
                 self.usage.cache_hits += 1
                 return Completion(hit.text, hit.model, 0, 0, calls=0, cache_hit=True, mode=self.mode or "prompt")
@@ -290,15 +293,16 @@ class LLMClient:
             reply = CachedReply(
                 completion.text, completion.model, completion.prompt_tokens, completion.completion_tokens
             )
-            await asyncio.to_thread(self.cache.put, key, reply)
+            await self._cache_for_loop().store(key, reply)  # kept, written with the next batch
         return completion
 
-    def _cache_lookup(
-        self, cache: ResponseCache, messages: list[dict[str, str]], shape: dict[str, Any], lookup: bool
-    ) -> tuple[str, CachedReply | None]:
-        """(cache key, cached reply or None); runs in a worker thread."""
-        key = cache_key(self.config.model, messages, shape)
-        return key, cache.get(key) if lookup else None
+    def _cache_for_loop(self) -> CacheIO:
+        """The cache's batched access for the running event loop (created on first use, like the session)."""
+        assert self.cache is not None
+        loop = asyncio.get_running_loop()
+        if self._cache_io is None or self._cache_io.loop is not loop:
+            self._cache_io = CacheIO(self.cache, loop)
+        return self._cache_io
 
     async def sample(
         self,
