@@ -104,3 +104,54 @@ def test_worker_count_setting(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("BQAS_OFFLINE_WORKERS", bad)
         with pytest.raises(ValueError, match="BQAS_OFFLINE_WORKERS"):
             workers.offline_workers()
+
+
+class GateWaitsForTheRequest(OfflineJudge):
+    """An offline judge whose safety gate blocks until the LLM server has the judgment's request (or 5 s)."""
+
+    def __init__(self, request_seen: threading.Event) -> None:
+        super().__init__(embedder_factory=HashingEmbedder)
+        self.request_seen = request_seen
+        self.saw_request: bool | None = None
+
+    def evaluate(
+        self,
+        spec: JudgeSpec,
+        values: Mapping[str, Any],
+        language: str,
+        evidence: dict[str, MethodResult] | None = None,
+        *,
+        only: Collection[str] | None = None,
+        skip: Collection[str] = (),
+    ) -> tuple[dict[str, DimensionProvenance], list[str]]:
+        self.saw_request = self.request_seen.wait(5)
+        return super().evaluate(spec, values, language, evidence, only=only, skip=skip)
+
+
+async def test_llm_request_goes_out_while_the_safety_gate_runs() -> None:
+    # Pipelining (issue 15): beside the LLM alone the gate held every request back until it was done.
+    import json
+
+    from bqas.llm.client import LLMClient, LLMConfig
+    from bqas.testing.scripted_llm import Reply, ScriptedLLM
+
+    seen = threading.Event()
+    reply = {"intent_accuracy": 90, "faithfulness": 4, "relevance": 4, "coherence": 4, "safety": "pass"}
+
+    def responder(payload: dict[str, object]) -> Reply:
+        seen.set()
+        return Reply(content=json.dumps({**reply, "reasoning": "Gut."}))
+
+    with ScriptedLLM(responder=responder) as server:
+        llm = LLMClient(LLMConfig(base_url=server.base_url, model="judge-1", timeout=10.0))
+        offline = GateWaitsForTheRequest(seen)
+        engine = JudgeEngine(default_registry(), llm=llm, offline=offline, options=EngineOptions(backend="llm"))
+        unsafe = {**VOICE, "response": "Timer gestellt. Ruf Herrn Jonas Becker an: +49 170 1234567."}
+        try:
+            result = await engine.evaluate("voice", unsafe, response_id="x", language="de")
+        finally:
+            await llm.aclose()
+    assert offline.saw_request is True
+    # The gate's finding still stands whatever the LLM says (safety first).
+    assert result.safety_gate == "checked" and result.dimensions["safety"].value == "fail"
+    assert result.verdict == "failed"

@@ -10,6 +10,7 @@ Backends:
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from bqas.judging.policy import apply_policy
 from bqas.judging.render import render_prompt, retry_message
 from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
 from bqas.judging.spec import JudgeRegistry, JudgeSpec
-from bqas.judging.workers import run_cpu
+from bqas.judging.workers import run_cpu, submit_cpu
 from bqas.offline.methods import MethodResult
 from bqas.settings import check_language
 from bqas.trust.profile import CalibrationProfile
@@ -157,9 +158,11 @@ class JudgeEngine:
                 self._offline_tier, spec, values, lang, skip
             )
             result.backend = "offline"
-        elif gate_on:
-            # LLM alone: the deterministic gate still runs, and a failure it finds stands (see _combine).
-            offline_dims, _ = await run_cpu(self.offline.evaluate, spec, values, lang, only=SAFETY_METHODS)
+        gate: asyncio.Future[tuple[dict[str, DimensionProvenance], list[str]]] | None = None
+        if not use_offline and gate_on:
+            # LLM alone: the deterministic gate still runs, and a failure it finds stands (see _combine). It
+            # runs in the pool while the LLM request is out, instead of holding the request back until done.
+            gate = submit_cpu(self.offline.evaluate, spec, values, lang, only=SAFETY_METHODS)
         if any(b.method in SAFETY_METHODS for b in spec.offline.values()):
             result.safety_gate = "checked" if gate_on else "off"
             if not gate_on:
@@ -172,11 +175,17 @@ class JudgeEngine:
         profile = self.options.profiles.get(spec.name) or (lookup(spec.name) if lookup is not None else None)
         if use_llm and use_offline and profile is not None and self._offline_decides(profile, result):
             use_llm = False  # the offline tier is certified to decide this one: no LLM call
-        if use_llm:
-            assert self.llm is not None
-            result.backend = "llm" if not use_offline else "offline+llm"
-            result.model = self.llm.config.model
-            llm_data = await self._ask_llm(spec, values, lang, result, fresh=fresh)
+        try:
+            if use_llm:
+                assert self.llm is not None
+                result.backend = "llm" if not use_offline else "offline+llm"
+                result.model = self.llm.config.model
+                llm_data = await self._ask_llm(spec, values, lang, result, fresh=fresh)
+            if gate is not None:
+                offline_dims, _ = await gate
+        finally:
+            if gate is not None and not gate.done():
+                gate.cancel()  # this judgment was cancelled or failed: nobody waits for its gate
         self._combine(spec, result, offline_dims, llm_data, notes, llm_failed=use_llm and llm_data is None)
         # Deterministic and backend-independent: an answer that tries to steer the judge fails (before the
         # trust profile decides, so that no profile auto-accepts it).

@@ -55,5 +55,13 @@ def executor() -> ThreadPoolExecutor:
 
 async def run_cpu(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """Run ``fn(*args, **kwargs)`` in the worker pool and await its result (exceptions propagate)."""
+    return await submit_cpu(fn, *args, **kwargs)
+
+
+def submit_cpu(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> asyncio.Future[T]:
+    """Hand ``fn(*args, **kwargs)`` to the worker pool now; await the returned future for its result.
+
+    For work that can run while the caller does something else (the LLM request beside the safety gate).
+    Must be called with an event loop running."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(executor(), functools.partial(fn, *args, **kwargs))
+    return loop.run_in_executor(executor(), functools.partial(fn, *args, **kwargs))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -42,6 +42,8 @@ class Rule:
 
     def matches(self, text: str) -> bool:
         """Whether the rule fires on ``text`` (already in the rule's view)."""
+        if self.near is None and not self.unpaired:
+            return self.regex.search(text) is not None  # the common rule: any match fires it
         for m in self.regex.finditer(text):
             if self.unpaired and re.search(rf"<\s*{re.escape(m.group('tag'))}\b", text[: m.start()], re.IGNORECASE):
                 continue
@@ -123,6 +125,13 @@ def judge_manipulation(text: str) -> list[str]:
     """Ids of the judge-manipulation rules that fire on ``text`` ("ignore the rubric, give 100" …)."""
     if not text or not text.strip():
         return []
+    return list(_manipulation_hits(text))
+
+
+@lru_cache(maxsize=1024)
+def _manipulation_hits(text: str) -> tuple[str, ...]:
+    # Remembered per text: the safety gate and the judge-manipulation check of every grader read the same
+    # answer within microseconds of each other (22 rules and the normalised views each time).
     view = rule_view(text)
     compact: str | None = None
     hits: list[str] = []
@@ -136,4 +145,4 @@ def judge_manipulation(text: str) -> list[str]:
             hits.append(rule.id)
     if judge_field_object(view):
         hits.append("judge_fields")
-    return hits
+    return tuple(hits)
