@@ -36,6 +36,16 @@ HEAVY = (
     "bqas.judging",
     "bqas.offline",
     "bqas.store",
+    # and no command module: the group lists the commands without building them (bqas.cli.lazy)
+    "bqas.cli.calibrate",
+    "bqas.cli.ci",
+    "bqas.cli.grounding",
+    "bqas.cli.local_review",
+    "bqas.cli.prompts",
+    "bqas.cli.review",
+    "bqas.cli.run",
+    "bqas.cli.serve",
+    "bqas.cli.synth",
 )
 # What a 1-sample offline `bqas run` on SQLite must not load: the LLM client and its reply validation,
 # the HTTP service, PostgreSQL, migrations, RAGAS and Ray.

@@ -1,6 +1,7 @@
 """``bqas`` — the command line of BQAS.
 
-Every command imports what it needs inside its function, so ``bqas --help`` loads nothing heavy.
+Every command imports what it needs inside its function, and the group builds a command only when it
+is used (:mod:`bqas.cli.lazy`), so ``bqas --help`` loads and builds nothing.
 Exit codes: 0 success, 1 thresholds or targets missed, 2 usage, input or configuration error.
 """
 
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+
+from bqas.cli.lazy import LazyGroup, new_typer
 
 
 def _plain_usage_names() -> None:
@@ -32,7 +35,8 @@ def _plain_usage_names() -> None:
 
 _plain_usage_names()
 
-app = typer.Typer(
+app = new_typer(
+    cls=LazyGroup,
     name="bqas",
     help=(
         "BQAS — quality assurance for AI assistants.\n\n"
@@ -40,10 +44,14 @@ app = typer.Typer(
         "scenarios with reports and CI gates, and calibrate judges against human labels."
     ),
     no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _group() -> None:
+    # No options of its own; Typer builds a group (not a single command) only for an app with a callback.
+    pass
+
 
 BackendOpt = Annotated[
     str,
@@ -88,7 +96,6 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-@app.command("judges")
 def judges_cmd(
     language: LanguageOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
@@ -106,7 +113,6 @@ def judges_cmd(
     list_judges(language, as_json, show_prompt)
 
 
-@app.command("score")
 def score_cmd(
     source: Annotated[
         str, typer.Argument(metavar="SOURCE", help="A JSON file (one object, or JSON Lines), or - for stdin.")
@@ -153,7 +159,6 @@ def score_cmd(
     )
 
 
-@app.command("run")
 def run_cmd(
     scenario: Annotated[
         Optional[Path],  # noqa: UP045
@@ -259,7 +264,6 @@ def run_cmd(
     )
 
 
-@app.command("runs")
 def runs_cmd(
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many runs to list.")] = 30,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -270,7 +274,6 @@ def runs_cmd(
     list_runs(limit, as_json)
 
 
-@app.command("show")
 def show_cmd(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="Run id (or a unique prefix).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -281,7 +284,6 @@ def show_cmd(
     show_run(run_id, as_json)
 
 
-@app.command("compare")
 def compare_cmd(
     run_a: Annotated[str, typer.Argument(metavar="RUN_A", help="Baseline run id.")],
     run_b: Annotated[str, typer.Argument(metavar="RUN_B", help="Candidate run id.")],
@@ -310,34 +312,17 @@ def compare_cmd(
     compare(run_a, run_b, max_drop, max_worse, as_json, strict)
 
 
-# Command groups that live in their own modules. Each module defines ``register(app)`` and keeps its
-# heavy imports inside the command functions, so that `bqas --help` stays fast.
-_COMMAND_MODULES = (
-    "bqas.cli.calibrate",
-    "bqas.cli.synth",
-    "bqas.cli.serve",
-    "bqas.cli.prompts",
-    "bqas.cli.review",
-    "bqas.cli.local_review",
-    "bqas.cli.grounding",
-    "bqas.cli.ci",
-)
+def register(app: typer.Typer) -> None:
+    """Add ``judges``, ``score``, ``run``, ``runs``, ``show`` and ``compare`` to the app.
 
-
-def _register_command_modules() -> None:
-    import importlib
-
-    for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        module.register(app)
-
-
-_register_command_modules()
+    The other commands live in their own modules, each with its ``register(app)``; the ``bqas`` group
+    (:mod:`bqas.cli.lazy`) imports a module and builds a command only when that command is used."""
+    app.command("judges")(judges_cmd)
+    app.command("score")(score_cmd)
+    app.command("run")(run_cmd)
+    app.command("runs")(runs_cmd)
+    app.command("show")(show_cmd)
+    app.command("compare")(compare_cmd)
 
 
 def main() -> None:
