@@ -162,7 +162,10 @@ def test_offline_run_on_ray_matches_a_local_run(tmp_path: Path, store_url: str, 
     runner = CliRunner()
     local = runner.invoke(app, ["run", str(path), "--no-progress", "--out", str(tmp_path / "local")])
     assert local.exit_code == 0, local.output
-    on_ray = runner.invoke(app, ["run", str(path), "--ray", "auto", "--ray-workers", "2", "--out", str(tmp_path / "r")])
+    # The cluster by its address: the address check before the run finds a real Ray cluster there.
+    on_ray = runner.invoke(
+        app, ["run", str(path), "--ray", cluster, "--ray-workers", "2", "--out", str(tmp_path / "r")]
+    )
     assert on_ray.exit_code == 0, on_ray.output
     assert "judged now: 26" in on_ray.output
     a, b = _normalised(tmp_path / "local"), _normalised(tmp_path / "r")

@@ -59,6 +59,18 @@ def ray_plan(request: RunRequest, scenario: Scenario) -> RayPlan:
     )
 
 
+def check_cluster(request: RunRequest, scenario: Scenario) -> None:
+    """Before a run is created: Ray is installed and the cluster it joins answers (in bounded time)."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise ScenarioError("--ray: Ray is not installed; install it with `pip install 'bqas[ray]'`")
+    from bqas.runner.ray_address import check_address
+
+    source = "--ray" if request.ray else f"{scenario.path or 'scenario'}: ray.address"
+    check_address(ray_plan(request, scenario).address, source)
+
+
 def _connect(plan: RayPlan) -> bool:
     """Join (or start) the cluster; True when this call started it (and must shut it down)."""
     try:

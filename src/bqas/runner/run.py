@@ -222,6 +222,10 @@ def _repeats_summary(
 def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome:
     """Run (or resume) a scenario to completion and write its outputs."""
     scenario, run_id, resuming = _scenario_for(request, store)
+    if request.ray or scenario.ray is not None:  # a bad cluster address fails now, before a run is created
+        from bqas.runner.ray_run import check_cluster
+
+        check_cluster(request, scenario)
     stored = store.get_run(run_id).config if resuming else None  # type: ignore[union-attr]
     engine = _engine_for(scenario, request, settings, stored)
     total = sum(repeat_count(w, scenario) for w in work_items(scenario))

@@ -1,0 +1,97 @@
+"""A Ray cluster address checked before a run starts, in bounded time.
+
+``ray.init(address=...)`` retries a cluster that does not answer for many minutes (Ray 2.x: 20 tries of
+about 40 s each), so ``bqas run --ray 10.0.0.5:6379`` with a typo would hang instead of failing. Before
+any run is created, the address is parsed, its port is probed over TCP and, for a cluster address (not
+``ray://``), Ray's own GCS client is asked for the cluster id in a thread that is given up after
+:data:`GCS_TIMEOUT_S`. Each failure is a :class:`ScenarioError` (exit 2) that names where the address
+came from and the address itself (``repr``: a hostile value stays one printable line).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from typing import Any
+
+from bqas.runner.scenario import ScenarioError
+
+TCP_TIMEOUT_S = 5.0  # a host that drops packets: no answer to the TCP handshake within this
+GCS_TIMEOUT_S = 20.0  # something listens, but no Ray cluster id came back within this
+USAGE = "expected auto, local, HOST:PORT or ray://HOST:PORT"
+
+
+def named_address(address: str) -> tuple[str, str] | None:
+    """(where it came from, address) of the cluster a ``--ray`` value joins, or None when the run starts
+    a cluster here: ``local`` always, ``auto`` unless ``RAY_ADDRESS`` names one."""
+    if address == "local":
+        return None
+    if address == "auto":
+        env = os.environ.get("RAY_ADDRESS", "").strip()
+        return ("RAY_ADDRESS", env) if env and env not in ("auto", "local") else None
+    return ("", address)
+
+
+def parse_address(address: str) -> tuple[str, int, bool]:
+    """(host, port, Ray client) of ``HOST:PORT`` or ``ray://HOST:PORT``; ValueError when malformed."""
+    client = address.startswith("ray://")
+    rest = address[len("ray://") :] if client else address
+    host, sep, port = rest.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host  # [::1]:6379
+    if not sep or not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(USAGE)
+    if not host.isprintable() or any(c.isspace() or c in "/?#@" for c in host):
+        raise ValueError(USAGE)
+    return host, int(port), client
+
+
+def check_address(address: str, source: str = "--ray") -> None:
+    """Fail fast, with the address named, unless a Ray cluster answers at the address ``address`` names.
+
+    ``source`` says where the value came from (``--ray``, or the scenario file's ``ray.address``)."""
+    named = named_address(address)
+    if named is None:
+        return
+    origin, value = named
+    label = f"{origin or source} {value!r}"
+    try:
+        host, port, client = parse_address(value)
+    except ValueError as exc:
+        raise ScenarioError(f"{label}: not a cluster address; {exc}") from None
+    try:
+        with socket.create_connection((host, port), timeout=TCP_TIMEOUT_S):
+            pass
+    except TimeoutError:
+        raise ScenarioError(f"{label}: {host}:{port} did not answer within {TCP_TIMEOUT_S:.0f} s") from None
+    except socket.gaierror as exc:
+        raise ScenarioError(f"{label}: unknown host {host!r} ({exc.strerror})") from None
+    except OSError as exc:
+        raise ScenarioError(f"{label}: nothing answers at {host}:{port} ({exc.strerror or exc})") from None
+    if not client:  # the Ray client (ray://) speaks its own protocol; ray.init reports its errors quickly
+        _check_gcs(label, f"{host}:{port}" if ":" not in host else f"[{host}]:{port}")
+
+
+def _check_gcs(label: str, address: str) -> None:
+    """Ask the GCS at ``address`` for its cluster id, giving up after :data:`GCS_TIMEOUT_S`."""
+    from ray._raylet import GcsClient  # type: ignore[attr-defined]  # internal (not in its stubs); ray.init uses it
+
+    outcome: list[Any] = []
+
+    def ask() -> None:  # the C++ client releases the GIL while it waits: a thread can be abandoned
+        try:
+            outcome.append(GcsClient(address=address).cluster_id)
+        except Exception as exc:  # Ray raises its own RpcError types
+            outcome.append(exc)
+
+    probe = threading.Thread(target=ask, name="bqas-ray-probe", daemon=True)
+    probe.start()
+    probe.join(GCS_TIMEOUT_S)
+    if not outcome:
+        raise ScenarioError(
+            f"{label}: {address} accepts connections but no Ray cluster answered within {GCS_TIMEOUT_S:.0f} s "
+            "(is it the GCS port of a Ray head node, 6379 by default?)"
+        )
+    if isinstance(outcome[0], Exception):
+        error = outcome[0]
+        raise ScenarioError(f"{label}: {address} is not a Ray cluster ({type(error).__name__}: {error})")
