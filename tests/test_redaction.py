@@ -159,6 +159,10 @@ def test_nothing_stored_or_logged_contains_planted_pii(
         assert f'INSERT INTO "{table}"' in database, table
     assert "[EMAIL]" in database and "[PHONE]" in database and "[IBAN]" in database and "[EMAIL]" in cache
     assert "leaks [EMAIL]" in database  # the comment was stored, masked
+    with sqlite3.connect(bqas_home / "bqas.sqlite") as conn:  # the LLM exchange (the viewer's) is masked too
+        exchanges = [r[0] for r in conn.execute("SELECT exchange FROM results WHERE exchange IS NOT NULL")]
+    replies = [a["reply"] for e in exchanges if e != "null" for a in json.loads(e)["attempts"]]
+    assert replies and all("[EMAIL]" in r and "[PHONE]" in r for r in replies)
     assert "new error category" in logs and "[EMAIL]" in logs
     assert redacting.requests, "the LLM was not asked"
     assert _hits(database) == [] and _hits(cache) == [] and _hits(logs) == []

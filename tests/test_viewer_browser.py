@@ -78,3 +78,60 @@ def test_a_run_of_10000_samples_filtered_opened_and_compared(browser: Any, bqas_
         composite = next(r for r in browser.find_elements(By.CSS_SELECTOR, "#dims tr") if "composite_score" in r.text)
         assert "[" in composite.text and "," in composite.text  # the 95 % interval
         _shot(browser, "viewer-compare.png")
+
+
+def test_the_llm_exchange_and_a_repeated_run_in_chromium(browser: Any, bqas_home: Path, tmp_path: Path) -> None:  # noqa: F811
+    """A hostile LLM reply stays text on the sample page; a repeated run lists one row per sample, the
+    straddling filter works, and the sample page lists the repeats."""
+    import json
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from bqas.testing.scripted_llm import Reply, ScriptedLLM
+    from test_viewer_exchange import GOOD, _run
+    from test_viewer_exchange import _scenario as exchange_scenario
+    from test_viewer_repeats import _two_repeated_runs
+
+    hostile = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script> {{ 7*7 }}'
+    with ScriptedLLM(default=Reply(content=json.dumps(GOOD))) as llm:
+        llm.push(Reply(content=hostile))
+        (tmp_path / "x").mkdir()
+        llm_run = _run(
+            exchange_scenario(tmp_path / "x", "llm"),
+            tmp_path / "x" / "out",
+            "--base-url",
+            llm.base_url,
+            "--model",
+            "m1",
+        )
+    store, _run_a, run_b = _two_repeated_runs(tmp_path)
+    local = LocalReview(store, ReviewSettings(), landing=f"/review/runs/{llm_run}")
+    with ServiceServer(local.app) as server:
+        browser.get(server.base_url + local.start_path)
+        _wait(browser, lambda d: d.current_url.endswith(f"/review/runs/{llm_run}"))
+        browser.find_element(By.CSS_SELECTOR, "#results tr.row").click()
+        _wait(browser, lambda d: "/results/" in d.current_url)
+        first = browser.find_element(By.ID, "attempt-1")
+        assert hostile in first.find_element(By.CLASS_NAME, "reply").text  # shown as text, not run
+        assert browser.title != "pwned" and not browser.find_elements(
+            By.CSS_SELECTOR, "#exchange img, #exchange script"
+        )
+        assert browser.find_elements(By.ID, "attempt-2") and browser.find_elements(By.ID, "prompt-verified")
+        assert "<<<DATA user_input" in browser.find_element(By.ID, "exchange").text
+        browser.execute_script("document.getElementById('exchange').scrollIntoView()")
+        _shot(browser, "viewer-exchange.png")
+
+        browser.get(f"{server.base_url}/review/runs/{run_b}")
+        _wait(browser, lambda d: d.find_elements(By.ID, "settled-note"))
+        assert "3 sample(s) match the filter" in browser.find_element(By.TAG_NAME, "h1").text
+        Select(browser.find_element(By.ID, "f-straddles")).select_by_value("yes")
+        browser.find_element(By.ID, "filter-submit").click()
+        _wait(browser, lambda d: "straddles=yes" in d.current_url)
+        rows = browser.find_elements(By.CSS_SELECTOR, "#results tr.row")
+        assert len(rows) == 1 and "straddles" in rows[0].text
+        _shot(browser, "viewer-repeats.png")
+        rows[0].click()
+        _wait(browser, lambda d: "/results/" in d.current_url)
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#repeat-list tr")) == 4  # header + 3 repeats
+        _shot(browser, "viewer-repeats-sample.png")

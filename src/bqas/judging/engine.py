@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any, Literal
 
+from bqas.judging.exchange import EXAMPLES_LIMIT, attempt_entry, bounded, failed_entry
 from bqas.judging.manipulation import apply_manipulation, find_manipulation
 from bqas.judging.offline import OfflineJudge
 from bqas.judging.policy import apply_policy
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
     from bqas.llm.client import LLMClient
 
 BackendChoice = Literal["auto", "llm", "offline"]
+
+
+def _ms_since(start: float) -> float:
+    return (time.perf_counter() - start) * 1000
 
 
 class InvalidSample(ValueError):
@@ -249,6 +254,8 @@ class JudgeEngine:
         except LLMError as exc:
             result.llm_calls += exc.calls
             return TierConfidence(model=model, reason=f"sampling failed: {exc}")
+        if result.exchange is not None:  # the k sampled replies behind the LLM tier's p_reject
+            result.exchange["samples"] = [bounded(r.text, 2_000) for r in replies]
         for reply in replies:
             result.llm_calls += reply.calls
             result.prompt_tokens += reply.prompt_tokens
@@ -271,10 +278,14 @@ class JudgeEngine:
                 f"input {name} truncated from {length} to ~{self.options.max_field_chars} characters"
             )
         messages = list(prompt.messages)
+        # The viewer renders the prompt again from the stored inputs; only what it cannot re-render is kept.
+        exchange: dict[str, Any] = {"attempts": [], "fresh": fresh}
+        result.exchange = exchange
         if self.options.examples is not None:
             block = await self.options.examples(spec.name, values, prompt.language)
             if block:
                 messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{block}"}
+                exchange["examples"] = bounded(block, EXAMPLES_LIMIT)
 
         from bqas.judging.parse import parse_reply
         from bqas.llm.client import LLMError, ReplyTooLarge
@@ -292,6 +303,7 @@ class JudgeEngine:
             return not fresh and parse(text).ok
 
         for attempt in (1, 2):
+            asked = time.perf_counter()
             try:
                 completion = await self.llm.complete(
                     messages,
@@ -309,6 +321,9 @@ class JudgeEngine:
                 result.prompt_tokens += exc.prompt_tokens
                 result.completion_tokens += exc.completion_tokens
                 result.errors.append(f"llm: {exc}")
+                exchange["attempts"].append(
+                    failed_entry(str(exc), exc.calls, exc.prompt_tokens, exc.completion_tokens, _ms_since(asked))
+                )
                 # A runaway reply is the judge's fault, not an unreachable server (no 503, no retry).
                 prefix = "judge reply refused" if isinstance(exc, ReplyTooLarge) else "LLM unavailable"
                 result.unscored_reason = f"{prefix}: {exc}"
@@ -318,6 +333,7 @@ class JudgeEngine:
             result.completion_tokens += completion.completion_tokens
             result.cache_hit = completion.cache_hit and attempt == 1
             outcome = parse(completion.text)
+            exchange["attempts"].append(attempt_entry(completion, _ms_since(asked), outcome.errors))
             result.repairs.extend(r for r in outcome.repairs if r not in result.repairs)
             result.warnings.extend(outcome.warnings)
             if outcome.ok:

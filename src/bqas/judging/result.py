@@ -88,6 +88,9 @@ class JudgmentResult(BaseModel):
     # The deterministic safety gate (PII, judge manipulation): "checked" on every backend unless switched
     # off ("off"); None for judges without a safety dimension.
     safety_gate: Literal["checked", "off"] | None = None
+    # The LLM exchange as the viewer shows it (bqas.judging.exchange): stored in its own column by the
+    # runner, not part of the record (to_record, API answers, results.jsonl).
+    exchange: dict[str, Any] | None = Field(default=None, exclude=True)
 
     def to_record(self) -> dict[str, Any]:
         """The flat JSON record: dimension values under their seed keys, then everything else."""

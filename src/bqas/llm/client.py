@@ -164,6 +164,26 @@ def _names(status: int, body: str, param: str) -> bool:
     return re.search(rf"(?<![\w-]){param}(?![\w-])", body.lower()) is not None
 
 
+def request_payload(
+    model: str,
+    messages: list[dict[str, str]],
+    schema: dict[str, Any] | None,
+    name: str,
+    mode: str,
+    params: dict[str, Any],
+) -> dict[str, Any]:
+    """The chat-completions request body (also rebuilt by the viewer's sample page from what a run stored)."""
+    payload: dict[str, Any] = {"model": model, "messages": messages, **params}
+    if schema is not None and mode == "json_schema":
+        payload["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "schema": schema, "strict": False},
+        }
+    elif schema is not None and mode == "json_object":
+        payload["response_format"] = {"type": "json_object", "schema": schema}
+    return payload
+
+
 class LLMClient:
     """Chat completions with structured output, retries, concurrency limit, token counts and a cache."""
 
@@ -229,15 +249,7 @@ class LLMClient:
         mode: str,
         params: dict[str, Any],
     ) -> dict[str, Any]:
-        payload: dict[str, Any] = {"model": self.config.model, "messages": messages, **params}
-        if schema is not None and mode == "json_schema":
-            payload["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": name, "schema": schema, "strict": False},
-            }
-        elif schema is not None and mode == "json_object":
-            payload["response_format"] = {"type": "json_object", "schema": schema}
-        return payload
+        return request_payload(self.config.model, messages, schema, name, mode, params)
 
     def _params(self, temperature: float | None, max_tokens: int | None, top_logprobs: int | None) -> dict[str, Any]:
         params: dict[str, Any] = {

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bqas.judging.engine import InvalidSample, JudgeEngine
+from bqas.judging.exchange import EXCHANGE_KEY
 from bqas.runner.dataset import DatasetItem, iter_dataset
 from bqas.runner.scenario import Scenario
 from bqas.store.db import Store
@@ -197,6 +198,8 @@ async def judge_one(
     record["run_id"] = run_id
     record["inputs"] = inputs
     record.update(_sample_meta(work.item))
+    if result.exchange is not None:  # stored in its own column (Store.add_results), not in the record
+        record[EXCHANGE_KEY] = result.exchange
     if scenario.repeats > 1:
         record["repeat"] = repeat
     return record

@@ -231,6 +231,7 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
     total = sum(repeat_count(w, scenario) for w in work_items(scenario))
     out_dir = _out_dir(request, run_id, stored)
     if not resuming:
+        from bqas.judging.exchange import request_snapshot
         from bqas.runner.hashes import dataset_hash, judge_config
 
         judging = judge_config(scenario, engine, request.backend or scenario.backend)
@@ -251,6 +252,12 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
             "dataset_hash": dataset_hash(scenario),
             "judge_config_hash": judging["hash"],
             "judge_config": judging,
+            # Shared by every judgment's LLM request: the viewer's sample page rebuilds the request from it.
+            "llm_request": request_snapshot(
+                engine.llm if engine.options.backend != "offline" else None,
+                max_field_chars=engine.options.max_field_chars,
+                top_logprobs=engine.options.top_logprobs if engine.options.llm_confidence == "logprobs" else None,
+            ),
         }
         store.create_run(
             run_id,
@@ -291,6 +298,10 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
             raise RunFailed(f"run {run_id} failed: {exc}") from exc
         summary = summarize(settled_records(store, run_id))
         repeats = _repeats_summary(store, run_id, scenario, engine, summary)
+        if scenario.repeats > 1:  # the viewer lists, filters and pages a repeated run per sample
+            from bqas.runner.settled import write_settled
+
+            write_settled(store, run_id)
         llm = scenario.llm
         cost = cost_estimate(
             summary,

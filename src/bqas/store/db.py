@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, and_, create_engine, event, func, or_, select, text
+from sqlalchemy import Engine, and_, create_engine, delete, event, func, or_, select, text
+from sqlalchemy import insert as sql_insert
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
-from bqas.store.models import ResultRow, Run
+from bqas.store.models import ResultRow, Run, SettledRow
 
 
 def now() -> datetime:
@@ -188,6 +189,8 @@ class Store:
         The record's ``repeat`` (default 1) is part of the key: each repeat of ``--repeats`` is its own row."""
         if not records:
             return 0
+        from bqas.judging.exchange import EXCHANGE_KEY
+
         rows = [
             {
                 "run_id": run_id,
@@ -200,7 +203,9 @@ class Store:
                 "verdict": rec.get("verdict"),
                 "composite": rec.get("composite_score"),
                 "language": rec.get("language"),
-                "record": rec,
+                # The LLM exchange goes to its own column (read by the sample page only), not the record.
+                "record": {k: v for k, v in rec.items() if k != EXCHANGE_KEY} if EXCHANGE_KEY in rec else rec,
+                "exchange": rec.get(EXCHANGE_KEY),
                 "created_at": now(),
             }
             for key, seq, rec in records
@@ -221,11 +226,16 @@ class Store:
         """The run's records in sample order, streamed in batches (never all in memory).
 
         Keyset pagination on (seq, id): several records may share a sample's seq (one per RAGAS metric)."""
+        for row in self.iter_rows(run_id, batch):
+            yield row[4]
+
+    def iter_rows(self, run_id: str, batch: int = 500) -> Iterator[tuple[int, int, str, int, dict[str, Any]]]:
+        """(seq, id, sample_key, repeat, record) of the run's results in sample order, streamed in batches."""
         last_seq, last_id = -1, -1
         while True:
             with self.session() as s:
                 rows = s.execute(
-                    select(ResultRow.seq, ResultRow.id, ResultRow.record)
+                    select(ResultRow.seq, ResultRow.id, ResultRow.sample_key, ResultRow.repeat, ResultRow.record)
                     .where(
                         ResultRow.run_id == run_id,
                         or_(ResultRow.seq > last_seq, and_(ResultRow.seq == last_seq, ResultRow.id > last_id)),
@@ -235,9 +245,28 @@ class Store:
                 ).all()
             if not rows:
                 return
-            for _seq, _id, record in rows:
-                yield record
+            yield from ((seq, id_, key, repeat, record) for seq, id_, key, repeat, record in rows)
             last_seq, last_id = rows[-1][0], rows[-1][1]
+
+    def replace_settled(self, run_id: str, rows: Iterable[dict[str, Any]], batch: int = 1000) -> int:
+        """Replace the run's settled samples (``--repeats``; :class:`SettledRow` columns) by ``rows``."""
+        written = 0
+        with self.engine.begin() as conn:  # one transaction: a reader sees the old rows or all new ones
+            conn.execute(delete(SettledRow).where(SettledRow.run_id == run_id))
+            chunk: list[dict[str, Any]] = []
+            for row in rows:
+                chunk.append({**row, "run_id": run_id})
+                if len(chunk) >= batch:
+                    conn.execute(sql_insert(SettledRow), chunk)
+                    written, chunk = written + len(chunk), []
+            if chunk:
+                conn.execute(sql_insert(SettledRow), chunk)
+                written += len(chunk)
+        return written
+
+    def has_settled(self, run_id: str) -> bool:
+        with self.session() as s:
+            return s.scalar(select(SettledRow.id).where(SettledRow.run_id == run_id).limit(1)) is not None
 
     def count_results(self, run_id: str) -> int:
         with self.session() as s:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from bqas.privacy import RedactedId, RedactedJSON
@@ -58,4 +58,39 @@ class ResultRow(Base):
     composite: Mapped[float | None] = mapped_column(Float, nullable=True)
     language: Mapped[str | None] = mapped_column(String(16), nullable=True)
     record: Mapped[dict[str, Any]] = mapped_column(RedactedJSON)  # masked with BQAS_REDACT_PII
+    # The judgment's LLM attempts (replies, tokens, latency, cache hits; bqas.judging.exchange), for the
+    # viewer's sample page; NULL without an LLM call. Masked like the record.
+    exchange: Mapped[dict[str, Any] | None] = mapped_column(RedactedJSON, nullable=True, default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class SettledRow(Base):
+    """One sample (sample, judge) of a run judged with ``--repeats``: its canonical record (majority
+    verdict, ties escalated; ``bqas.runner.repeats``) with the spread over the repeats, written when the run
+    finishes, so that the viewer lists, filters, counts and pages per sample, not per repeat.
+
+    The columns mirror :class:`ResultRow`'s (the viewer's queries run on either); ``result_id`` is the
+    results row of the canonical repeat (the sample page)."""
+
+    __tablename__ = "settled_results"
+    __table_args__ = (
+        UniqueConstraint("run_id", "sample_key", name="uq_settled_run_sample"),
+        Index("ix_settled_run_seq", "run_id", "seq"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(64), ForeignKey("runs.id", ondelete="CASCADE"))
+    sample_key: Mapped[str] = mapped_column(RedactedId(400))
+    seq: Mapped[int] = mapped_column(Integer)
+    result_id: Mapped[int] = mapped_column(Integer)
+    sample_id: Mapped[str] = mapped_column(RedactedId(300))
+    judge: Mapped[str] = mapped_column(String(100))
+    status: Mapped[str] = mapped_column(String(20))
+    verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    composite: Mapped[float | None] = mapped_column(Float, nullable=True)
+    language: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    repeats: Mapped[int] = mapped_column(Integer)
+    straddles: Mapped[bool] = mapped_column(Boolean)
+    tie: Mapped[bool] = mapped_column(Boolean)
+    spread: Mapped[float | None] = mapped_column(Float, nullable=True)  # std of the composite over the repeats
+    record: Mapped[dict[str, Any]] = mapped_column(RedactedJSON)  # the canonical record, masked like results

@@ -12,12 +12,31 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import JSON, String, and_, case, cast, exists, func, or_, select, text, type_coerce
+from sqlalchemy import (
+    JSON,
+    String,
+    and_,
+    case,
+    cast,
+    exists,
+    false,
+    func,
+    literal,
+    not_,
+    or_,
+    select,
+    text,
+    type_coerce,
+)
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import ColumnElement, TextClause
 
 from bqas.store.db import Store
-from bqas.store.models import ResultRow
+from bqas.store.models import ResultRow, SettledRow
+
+# The results of a run, or for a run judged with --repeats its settled samples (one row per sample):
+# the queries below run on either (the columns they use are the same).
+Table = type[ResultRow] | type[SettledRow]
 
 PAGE_SIZE = 50
 MAX_PAGE = 10**7
@@ -35,6 +54,7 @@ FILTER_KEYS: tuple[str, ...] = (
     "max",
     "escalated",
     "unscored",
+    "straddles",
     "changed",
     "baseline",
     "sort",
@@ -67,6 +87,7 @@ class RunFilter:
     dim_max: float | None = None
     escalated: bool | None = None
     unscored: bool | None = None
+    straddles: bool | None = None  # repeated runs: samples whose repeats disagree (straddle a threshold)
     changed: bool = False
     baseline: str | None = None
     sort: str = "seq"
@@ -130,6 +151,7 @@ def parse_run_filter(params: Mapping[str, str]) -> tuple[RunFilter, dict[str, st
         dim_max=high,
         escalated=_flag(values, "escalated"),
         unscored=_flag(values, "unscored"),
+        straddles=_flag(values, "straddles"),
         changed=bool(changed),
         baseline=values["baseline"] or None,
         sort=sort,
@@ -137,51 +159,52 @@ def parse_run_filter(params: Mapping[str, str]) -> tuple[RunFilter, dict[str, st
     return flt, values
 
 
-def _record() -> Any:
+def _record(table: Table = ResultRow) -> Any:
     # RedactedJSON is a TypeDecorator; coerce to plain JSON so its index operators are available.
-    return type_coerce(ResultRow.record, JSON)
+    return type_coerce(table.record, JSON)
 
 
 def _like(value: str) -> str:
     return "%" + value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def _tag_clause(store: Store, tag: str) -> TextClause:
+def _tag_clause(store: Store, tag: str, table: Table = ResultRow) -> TextClause:
     """Whether the record's ``tags`` list holds ``tag`` (json_each / json_array_elements_text)."""
+    rec = f"{table.__tablename__}.record"  # one of two fixed table names, never input
     if store.dialect == "postgresql":
         return text(
-            "EXISTS (SELECT 1 FROM json_array_elements_text(CASE WHEN json_typeof(results.record -> 'tags') = "
-            "'array' THEN results.record -> 'tags' ELSE '[]'::json END) AS t(v) WHERE t.v = :tag)"
+            f"EXISTS (SELECT 1 FROM json_array_elements_text(CASE WHEN json_typeof({rec} -> 'tags') = "
+            f"'array' THEN {rec} -> 'tags' ELSE '[]'::json END) AS t(v) WHERE t.v = :tag)"
         ).bindparams(tag=tag)
-    return text("EXISTS (SELECT 1 FROM json_each(results.record, '$.tags') AS t WHERE t.value = :tag)").bindparams(
-        tag=tag
-    )
+    return text(f"EXISTS (SELECT 1 FROM json_each({rec}, '$.tags') AS t WHERE t.value = :tag)").bindparams(tag=tag)
 
 
-def _clauses(store: Store, run_id: str, flt: RunFilter) -> list[ColumnElement[bool] | TextClause]:
-    rec = _record()
-    where: list[ColumnElement[bool] | TextClause] = [ResultRow.run_id == run_id]
+def _clauses(
+    store: Store, run_id: str, flt: RunFilter, T: Table = ResultRow, base_table: Table = ResultRow
+) -> list[ColumnElement[bool] | TextClause]:
+    rec = _record(T)
+    where: list[ColumnElement[bool] | TextClause] = [T.run_id == run_id]
     if flt.q:
         pattern = _like(flt.q)
         where.append(
             or_(
-                ResultRow.sample_id.like(pattern, escape="\\"),
-                cast(ResultRow.record, String).like(pattern, escape="\\"),
+                T.sample_id.like(pattern, escape="\\"),
+                cast(T.record, String).like(pattern, escape="\\"),
             )
         )
     if flt.verdict:
-        where.append(ResultRow.verdict.is_(None) if flt.verdict == "none" else ResultRow.verdict == flt.verdict)
+        where.append(T.verdict.is_(None) if flt.verdict == "none" else T.verdict == flt.verdict)
     if flt.decision:
         decision = rec["decision"].as_string()
         where.append(decision.is_(None) if flt.decision == "none" else decision == flt.decision)
     if flt.judge:
-        where.append(ResultRow.judge == flt.judge)
+        where.append(T.judge == flt.judge)
     if flt.language:
-        where.append(ResultRow.language == flt.language)
+        where.append(T.language == flt.language)
     if flt.intent:
         where.append(rec["intent"].as_string() == flt.intent)
     if flt.tag:
-        where.append(_tag_clause(store, flt.tag))
+        where.append(_tag_clause(store, flt.tag, T))
     if flt.dim:
         # One JSON path (one json_extract per row, not one per key). A dimension that was not measured
         # has no value (DimensionProvenance.value is None then), so it falls out of every range.
@@ -195,17 +218,21 @@ def _clauses(store: Store, run_id: str, flt: RunFilter) -> list[ColumnElement[bo
         escalation = rec["escalation"].as_string()
         where.append(escalation.is_not(None) if flt.escalated else escalation.is_(None))
     if flt.unscored is not None:
-        where.append(ResultRow.status == "unscored" if flt.unscored else ResultRow.status != "unscored")
+        where.append(T.status == "unscored" if flt.unscored else T.status != "unscored")
+    if flt.straddles is not None:
+        # A run judged once has no straddling sample.
+        straddles = SettledRow.straddles.is_(True) if T is SettledRow else false()
+        where.append(straddles if flt.straddles else not_(straddles))
     if flt.changed and flt.baseline:
-        base = aliased(ResultRow)
+        base = aliased(base_table)
         where.append(
             exists().where(
                 base.run_id == flt.baseline,
-                base.sample_key == ResultRow.sample_key,
+                base.sample_key == T.sample_key,
                 or_(
-                    base.verdict != ResultRow.verdict,
-                    and_(base.verdict.is_(None), ResultRow.verdict.is_not(None)),
-                    and_(base.verdict.is_not(None), ResultRow.verdict.is_(None)),
+                    base.verdict != T.verdict,
+                    and_(base.verdict.is_(None), T.verdict.is_not(None)),
+                    and_(base.verdict.is_not(None), T.verdict.is_(None)),
                 ),
             )
         )
@@ -230,32 +257,48 @@ class Row:
     intent: str | None
     expected_verdict: str | None
     baseline_verdict: str | None = None
+    # Repeated runs (settled samples): the repeat count, straddle flag and the composite's spread (std).
+    repeats: int | None = None
+    straddles: bool | None = None
+    spread: float | None = None
 
 
 def list_results(
-    store: Store, run_id: str, flt: RunFilter, *, page: int = 1, size: int = PAGE_SIZE
+    store: Store,
+    run_id: str,
+    flt: RunFilter,
+    *,
+    page: int = 1,
+    size: int = PAGE_SIZE,
+    table: Table = ResultRow,
+    base_table: Table = ResultRow,
 ) -> tuple[list[Row], int]:
-    """One page of the run's results under the filter, and how many match in all."""
-    rec = _record()
-    where = _clauses(store, run_id, flt)
+    """One page of the run's results (or settled samples: ``table``) under the filter, and how many match.
+
+    A settled sample's ``id`` is its canonical repeat's result id (the sample page's)."""
+    T = table
+    rec = _record(T)
+    where = _clauses(store, run_id, flt, T, base_table)
     column, desc = SORTS[flt.sort]
-    order_col = getattr(ResultRow, column)
-    order: list[Any] = [order_col.desc() if desc else order_col.asc(), ResultRow.seq, ResultRow.id]
+    order_col = getattr(T, column)
+    order: list[Any] = [order_col.desc() if desc else order_col.asc(), T.seq, T.id]
     if column != "seq":  # NULLs last in both directions (an unscored composite is not the best or the worst)
         order.insert(0, order_col.is_(None))
     # Two steps: the page's row ids first (sorting plain columns, the (run_id, seq) index for the default
     # order), then the record fields of those 50 rows only; selecting them in the sorted query made
     # SQLite extract JSON from every row before the OFFSET (seconds on the last page of 100,000).
-    ids_stmt = select(ResultRow.id).where(*where).order_by(*order).offset((page - 1) * size).limit(size)
+    ids_stmt = select(T.id).where(*where).order_by(*order).offset((page - 1) * size).limit(size)
+    settled = T is SettledRow
     columns: list[Any] = [
-        ResultRow.id,
-        ResultRow.seq,
-        ResultRow.sample_id,
-        ResultRow.judge,
-        ResultRow.status,
-        ResultRow.verdict,
-        ResultRow.composite,
-        ResultRow.language,
+        T.id,
+        SettledRow.result_id if settled else T.id,
+        T.seq,
+        T.sample_id,
+        T.judge,
+        T.status,
+        T.verdict,
+        T.composite,
+        T.language,
         rec["decision"].as_string(),
         rec["decided_by"].as_string(),
         rec["escalation"].as_string(),
@@ -263,17 +306,22 @@ def list_results(
         rec[("expected", "verdict")].as_string(),
     ]
     with store.session() as s:
-        total = int(s.scalar(select(func.count()).select_from(ResultRow).where(*where)) or 0)
+        total = int(s.scalar(select(func.count()).select_from(T).where(*where)) or 0)
         ids = list(s.scalars(ids_stmt))
         if not ids:
             return [], total
-        stmt = select(*columns).where(ResultRow.id.in_(ids))
+        stmt = select(*columns).where(T.id.in_(ids))
         if flt.baseline:
-            base = aliased(ResultRow)
+            base = aliased(base_table)
+            # One baseline row per sample: a repeated baseline is joined through its settled samples.
             stmt = stmt.add_columns(base.verdict).outerjoin(
-                base, and_(base.run_id == flt.baseline, base.sample_key == ResultRow.sample_key)
+                base, and_(base.run_id == flt.baseline, base.sample_key == T.sample_key)
             )
-        found = {row[0]: row for row in s.execute(stmt).all()}
+        else:
+            stmt = stmt.add_columns(literal(None))
+        if settled:
+            stmt = stmt.add_columns(SettledRow.repeats, SettledRow.straddles, SettledRow.spread)
+        found = {row[0]: row[1:] for row in s.execute(stmt).all()}
     return [Row(*found[i]) for i in ids if i in found], total
 
 
@@ -287,36 +335,37 @@ class RunFacets:
     statuses: list[tuple[str, int]] = field(default_factory=list)
 
 
-def run_facets(store: Store, run_id: str) -> RunFacets:
+def run_facets(store: Store, run_id: str, table: Table = ResultRow) -> RunFacets:
     """Counts per verdict, judge, language and status (GROUP BY on indexed columns)."""
     out = RunFacets()
     with store.session() as s:
         for attr, column in (
-            ("verdicts", ResultRow.verdict),
-            ("judges", ResultRow.judge),
-            ("languages", ResultRow.language),
-            ("statuses", ResultRow.status),
+            ("verdicts", table.verdict),
+            ("judges", table.judge),
+            ("languages", table.language),
+            ("statuses", table.status),
         ):
             rows = s.execute(
-                select(column, func.count()).where(ResultRow.run_id == run_id).group_by(column).order_by(column)
+                select(column, func.count()).where(table.run_id == run_id).group_by(column).order_by(column)
             ).all()
             setattr(out, attr, [(str(v) if v is not None else "none", int(n)) for v, n in rows])
     return out
 
 
-def tag_breakdown(store: Store, run_id: str, limit: int = 100) -> list[dict[str, Any]]:
+def tag_breakdown(store: Store, run_id: str, limit: int = 100, table: Table = ResultRow) -> list[dict[str, Any]]:
     """Per tag: samples, passes (production_ready), failures, mean composite; most frequent tags first."""
+    t = table.__tablename__  # one of two fixed table names, never input
     if store.dialect == "postgresql":
         source = (
-            "FROM results, json_array_elements_text(CASE WHEN json_typeof(results.record -> 'tags') = 'array' "
-            "THEN results.record -> 'tags' ELSE '[]'::json END) AS t(value)"
+            f"FROM {t}, json_array_elements_text(CASE WHEN json_typeof({t}.record -> 'tags') = 'array' "
+            f"THEN {t}.record -> 'tags' ELSE '[]'::json END) AS t(value)"
         )
     else:
-        source = "FROM results, json_each(results.record, '$.tags') AS t"
+        source = f"FROM {t}, json_each({t}.record, '$.tags') AS t"
     sql = text(
-        "SELECT t.value, COUNT(*), SUM(CASE WHEN results.verdict = 'production_ready' THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN results.verdict = 'failed' THEN 1 ELSE 0 END), AVG(results.composite) "
-        f"{source} WHERE results.run_id = :run GROUP BY t.value ORDER BY COUNT(*) DESC, t.value LIMIT :limit"
+        f"SELECT t.value, COUNT(*), SUM(CASE WHEN {t}.verdict = 'production_ready' THEN 1 ELSE 0 END), "
+        f"SUM(CASE WHEN {t}.verdict = 'failed' THEN 1 ELSE 0 END), AVG({t}.composite) "
+        f"{source} WHERE {t}.run_id = :run GROUP BY t.value ORDER BY COUNT(*) DESC, t.value LIMIT :limit"
     )
     with store.engine.connect() as conn:
         rows = conn.execute(sql, {"run": run_id, "limit": limit}).all()
@@ -333,7 +382,7 @@ def tag_breakdown(store: Store, run_id: str, limit: int = 100) -> list[dict[str,
     ]
 
 
-def composite_histogram(store: Store, run_id: str, bins: int = 10) -> list[int]:
+def composite_histogram(store: Store, run_id: str, bins: int = 10, table: Table = ResultRow) -> list[int]:
     """Counts of the composite score (0–100) in ``bins`` equal bins, the top edge in the last (one query)."""
     width = 100.0 / bins
     sums = [
@@ -341,8 +390,8 @@ def composite_histogram(store: Store, run_id: str, bins: int = 10) -> list[int]:
             case(
                 (
                     and_(
-                        ResultRow.composite >= i * width,
-                        ResultRow.composite < (i + 1) * width if i < bins - 1 else ResultRow.composite <= 100.0,
+                        table.composite >= i * width,
+                        table.composite < (i + 1) * width if i < bins - 1 else table.composite <= 100.0,
                     ),
                     1,
                 ),
@@ -352,7 +401,7 @@ def composite_histogram(store: Store, run_id: str, bins: int = 10) -> list[int]:
         for i in range(bins)
     ]
     with store.session() as s:
-        row = s.execute(select(*sums).where(ResultRow.run_id == run_id)).one()
+        row = s.execute(select(*sums).where(table.run_id == run_id)).one()
     return [int(v or 0) for v in row]
 
 
@@ -367,15 +416,25 @@ def get_result(store: Store, run_id: str, result_id: int) -> dict[str, Any] | No
     if row is None:
         return None
     record = dict(row[0]) if isinstance(row[0], Mapping) else {"value": row[0]}
-    record["_seq"], record["_key"] = row[1], row[2]
+    record["_seq"], record["_key"], record["_id"] = row[1], row[2], result_id
     return record
 
 
-def record_by_key(store: Store, run_id: str, sample_key: str) -> tuple[int, dict[str, Any]] | None:
-    """(row id, record) of one sample key in a run (the unique index on run_id, sample_key)."""
+def get_exchange(store: Store, run_id: str, result_id: int) -> dict[str, Any] | None:
+    """The stored LLM exchange of one result (its own column, read by the sample page only)."""
+    with store.session() as s:
+        value = s.scalar(select(ResultRow.exchange).where(ResultRow.run_id == run_id, ResultRow.id == result_id))
+    return dict(value) if isinstance(value, Mapping) else None
+
+
+def record_by_key(
+    store: Store, run_id: str, sample_key: str, table: Table = ResultRow
+) -> tuple[int, dict[str, Any]] | None:
+    """(result id, record) of one sample key in a run (for settled samples: the canonical repeat's id)."""
+    link = SettledRow.result_id if table is SettledRow else table.id
     with store.session() as s:
         row = s.execute(
-            select(ResultRow.id, ResultRow.record).where(ResultRow.run_id == run_id, ResultRow.sample_key == sample_key)
+            select(link, table.record).where(table.run_id == run_id, table.sample_key == sample_key)
         ).first()
     return (int(row[0]), dict(row[1])) if row is not None else None
 
@@ -400,10 +459,21 @@ class PairRow:
 
 
 def paired_results(
-    store: Store, run_a: str, run_b: str, *, page: int = 1, size: int = PAGE_SIZE, changed_only: bool = False
+    store: Store,
+    run_a: str,
+    run_b: str,
+    *,
+    page: int = 1,
+    size: int = PAGE_SIZE,
+    changed_only: bool = False,
+    tables: tuple[Table, Table] = (ResultRow, ResultRow),
 ) -> tuple[list[PairRow], int]:
-    """Samples in both runs (joined on the unique sample key), changed verdicts first, paged in SQL."""
-    a, b = aliased(ResultRow), aliased(ResultRow)
+    """Samples in both runs (joined on the unique sample key), changed verdicts first, paged in SQL.
+
+    A run judged with ``--repeats`` takes part with its settled samples (``tables``): one pair per sample."""
+    a, b = aliased(tables[0]), aliased(tables[1])
+    id_a = a.result_id if tables[0] is SettledRow else a.id  # type: ignore[union-attr]
+    id_b = b.result_id if tables[1] is SettledRow else b.id  # type: ignore[union-attr]
     differs = or_(
         a.verdict != b.verdict,
         and_(a.verdict.is_(None), b.verdict.is_not(None)),
@@ -414,7 +484,7 @@ def paired_results(
     if changed_only:
         where.append(differs)
     stmt = (
-        select(a.sample_key, a.sample_id, a.judge, a.id, b.id, a.verdict, b.verdict, a.composite, b.composite)
+        select(a.sample_key, a.sample_id, a.judge, id_a, id_b, a.verdict, b.verdict, a.composite, b.composite)
         .select_from(a)
         .join(b, join)
         .where(*where)
@@ -429,11 +499,53 @@ def paired_results(
     return [PairRow(*row) for row in rows], total
 
 
-def distinct_values(store: Store, run_id: str, key: str, limit: int = 200) -> Sequence[str]:
+def distinct_values(store: Store, run_id: str, key: str, limit: int = 200, table: Table = ResultRow) -> Sequence[str]:
     """Distinct string values of a top-level record field (intent) for a select box, bounded."""
-    value = _record()[key].as_string()
+    value = _record(table)[key].as_string()
     with store.session() as s:
         rows = s.scalars(
-            select(value).where(ResultRow.run_id == run_id, value.is_not(None)).distinct().order_by(value).limit(limit)
+            select(value).where(table.run_id == run_id, value.is_not(None)).distinct().order_by(value).limit(limit)
         ).all()
     return [str(v) for v in rows]
+
+
+@dataclass(frozen=True)
+class RepeatRow:
+    """One repeat of a sample judged with ``--repeats``."""
+
+    id: int
+    repeat: int
+    status: str
+    verdict: str | None
+    composite: float | None
+
+
+def repeats_of(store: Store, run_id: str, sample_key: str) -> list[RepeatRow]:
+    """Every repeat of one sample key in a run, in repeat order (the unique index on run, key, repeat)."""
+    with store.session() as s:
+        rows = s.execute(
+            select(ResultRow.id, ResultRow.repeat, ResultRow.status, ResultRow.verdict, ResultRow.composite)
+            .where(ResultRow.run_id == run_id, ResultRow.sample_key == sample_key)
+            .order_by(ResultRow.repeat)
+        ).all()
+    return [RepeatRow(*row) for row in rows]
+
+
+def settled_of(store: Store, run_id: str, sample_key: str) -> dict[str, Any] | None:
+    """The settled sample of one key (canonical record, repeats, straddle and tie flags, spread) or None."""
+    with store.session() as s:
+        row = s.execute(
+            select(
+                SettledRow.result_id,
+                SettledRow.verdict,
+                SettledRow.repeats,
+                SettledRow.straddles,
+                SettledRow.tie,
+                SettledRow.spread,
+                SettledRow.record,
+            ).where(SettledRow.run_id == run_id, SettledRow.sample_key == sample_key)
+        ).first()
+    if row is None:
+        return None
+    names = ("result_id", "verdict", "repeats", "straddles", "tie", "spread", "record")
+    return dict(zip(names, row, strict=True))

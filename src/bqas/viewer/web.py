@@ -29,7 +29,7 @@ from bqas.review.sessions import COOKIE, SessionManager, SessionView
 from bqas.review.settings import ReviewSettings, get_review_settings
 from bqas.review.web import _num, _pretty, _secure, parse_page
 from bqas.store.db import Store
-from bqas.store.models import Run
+from bqas.store.models import ResultRow, Run, SettledRow
 from bqas.viewer import query
 
 if TYPE_CHECKING:
@@ -64,6 +64,19 @@ def _templates() -> jinja2.Environment:
 
 def _clip(text: str) -> str:
     return text if len(text) <= _TEXT_LIMIT else text[:_TEXT_LIMIT] + f" … ({len(text) - _TEXT_LIMIT} more characters)"
+
+
+def table_for(store: Store, run: Run) -> query.Table:
+    """What the run table lists: a finished run judged with ``--repeats`` its settled samples (one row per
+    sample, written at the end of the run; here once for a run finished before they were), else results."""
+    config = run.config if isinstance(run.config, Mapping) else {}
+    if int(config.get("repeats") or 1) < 2:
+        return ResultRow
+    if not store.has_settled(run.id) and run.status != "running":
+        from bqas.runner.settled import write_settled
+
+        write_settled(store, run.id)
+    return SettledRow if store.has_settled(run.id) else ResultRow
 
 
 def run_tenant(run: Run) -> str:
@@ -127,20 +140,20 @@ class _Aggregates:
 
     def __init__(self, size: int = 16) -> None:
         self.size = size
-        self._items: dict[tuple[str, str], dict[str, Any]] = {}
+        self._items: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._lock = threading.Lock()
 
-    def get(self, store: Store, run: Run) -> dict[str, Any]:
-        key = (run.id, _version(store, run))
+    def get(self, store: Store, run: Run, table: query.Table = ResultRow) -> dict[str, Any]:
+        key = (run.id, _version(store, run), table.__tablename__)
         with self._lock:
             hit = self._items.get(key)
         if hit is not None:
             return hit
         value = {
-            "facets": query.run_facets(store, run.id),
-            "intents": query.distinct_values(store, run.id, "intent"),
-            "tags": query.tag_breakdown(store, run.id),
-            "histogram": query.composite_histogram(store, run.id),
+            "facets": query.run_facets(store, run.id, table),
+            "intents": query.distinct_values(store, run.id, "intent", table=table),
+            "tags": query.tag_breakdown(store, run.id, table=table),
+            "histogram": query.composite_histogram(store, run.id, table=table),
         }
         if run.status != "running":
             with self._lock:
@@ -243,7 +256,10 @@ def viewer_router(
         except ValueError as exc:
             return error(session, 400, "Bad page", str(exc))
         changed_only = request.query_params.get("changed") == "1"
-        pairs, total = query.paired_results(store, run_a.id, run_b.id, page=page, changed_only=changed_only)
+        tables = (table_for(store, run_a), table_for(store, run_b))
+        pairs, total = query.paired_results(
+            store, run_a.id, run_b.id, page=page, changed_only=changed_only, tables=tables
+        )
         result = comparisons.get(store, run_a, run_b)
         return render(
             "compare.html",
@@ -277,8 +293,12 @@ def viewer_router(
             return error(session, 400, "Bad filter", f"baseline: no run with id {flt.baseline!r}")
         from bqas.report.charts import SCALE_100, histogram_chart
 
-        rows, total = query.list_results(store, run.id, flt, page=page)
-        agg = aggregates.get(store, run)
+        table = table_for(store, run)
+        base_run = store.get_run(flt.baseline) if flt.baseline else None
+        base_table = table_for(store, base_run) if base_run is not None else ResultRow
+        rows, total = query.list_results(store, run.id, flt, page=page, table=table, base_table=base_table)
+        agg = aggregates.get(store, run, table)
+        repeats = int((run.config if isinstance(run.config, Mapping) else {}).get("repeats") or 1)
         others = [r for r in store.list_runs(limit=100) if r.id != run.id and run_tenant(r) == session.tenant]
         return render(
             "run.html",
@@ -299,6 +319,8 @@ def viewer_router(
             risk_charts=_risk_charts(run),
             others=others[:50],
             sort_links={s: _query(values, sort=s) for s in query.SORTS},
+            settled=table is SettledRow,
+            repeats=repeats,
         )
 
     @router.get("/{run_id}/results/{result_id}")
@@ -315,11 +337,21 @@ def viewer_router(
         other = None
         if baseline:
             base_run = visible_run(session, baseline)
-            found = query.record_by_key(store, base_run.id, str(record["_key"])) if base_run else None
+            found = (
+                query.record_by_key(store, base_run.id, str(record["_key"]), table_for(store, base_run))
+                if base_run
+                else None
+            )
             if found is not None:
                 other = {"run": baseline, "id": found[0], "verdict": found[1].get("verdict")}
         from bqas.report.html import CJK_RE
+        from bqas.viewer.exchange import exchange_view
 
+        config = run.config if isinstance(run.config, Mapping) else {}
+        llm = exchange_view(record, query.get_exchange(store, run.id, result_id), config)
+        repeated = int(config.get("repeats") or 1) > 1
+        repeats = query.repeats_of(store, run.id, str(record["_key"])) if repeated else []
+        settled = query.settled_of(store, run.id, str(record["_key"])) if repeated else None
         cjk = bool(CJK_RE.search(json.dumps(record.get("inputs"), ensure_ascii=False)))
         confidence = record.get("confidence") if isinstance(record.get("confidence"), Mapping) else {}
         return render(
@@ -334,6 +366,9 @@ def viewer_router(
             inputs=record.get("inputs") if isinstance(record.get("inputs"), Mapping) else {},
             other=other,
             cjk=cjk,
+            llm=llm,
+            repeats=repeats,
+            settled=settled,
             review_link=f"{review}/queue?" + urlencode({"run": run.id, "status": "any"}),
         )
 
