@@ -178,14 +178,21 @@ def write_outputs(store: Store, run_id: str, out_dir: Path, meta: dict[str, Any]
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     write_junit(out_dir / "junit.xml", meta, settled_records(store, run_id))
     base: tuple[dict[str, Any], Iterator[dict[str, Any]]] | None = None
+    comparison = None
     if baseline:
+        from bqas.runner.compare import compare_runs
+
         base_run = store.find_run(baseline)
         if base_run is None:
             raise ScenarioError(f"--baseline: {store.missing_run(baseline)}")
         base_summary = summarize(settled_records(store, base_run.id))
         base_meta = _run_meta(store, base_run.id, base_summary, [], None)
         base = (base_meta, settled_records(store, base_run.id))
-    write_html_report(out_dir / "report.html", meta, settled_records(store, run_id), baseline=base)
+        # The paired differences and bootstrap intervals of `bqas compare` (the same function).
+        comparison = compare_runs(settled_records(store, base_run.id), settled_records(store, run_id))
+    write_html_report(
+        out_dir / "report.html", meta, settled_records(store, run_id), baseline=base, comparison=comparison
+    )
 
 
 def settled_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:

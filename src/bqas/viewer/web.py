@@ -344,7 +344,7 @@ def viewer_router(
             )
             if found is not None:
                 other = {"run": baseline, "id": found[0], "verdict": found[1].get("verdict")}
-        from bqas.report.html import CJK_RE
+        from bqas.report.cjk import CJK_RE
         from bqas.viewer.exchange import exchange_view
 
         config = run.config if isinstance(run.config, Mapping) else {}
