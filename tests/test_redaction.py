@@ -140,7 +140,9 @@ def test_nothing_stored_or_logged_contains_planted_pii(
     rows = [{"id": f"row-{EMAIL}", **SAMPLE}, {"id": f"row Tel. {PHONE}", **SAMPLE, "response": f"Mail {EMAIL2}"}]
     (tmp_path / "d.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     (tmp_path / "s.yaml").write_text("name: pii\njudges: [voice]\nbackend: auto\ndataset: d.jsonl\n", "utf-8")
-    result = CliRunner().invoke(cli, ["run", str(tmp_path / "s.yaml"), "--no-progress", "--out", str(tmp_path / "o")])
+    # Judged twice: the settled samples of a repeated run (the viewer's) are stored masked too.
+    args = ["run", str(tmp_path / "s.yaml"), "--no-progress", "--out", str(tmp_path / "o"), "--repeats", "2"]
+    result = CliRunner().invoke(cli, args)
     assert result.exit_code in (0, 1), result.output
 
     # A reviewer's comment quoting the PII is masked too.
@@ -155,7 +157,14 @@ def test_nothing_stored_or_logged_contains_planted_pii(
     cache = "\n".join(_dump(p) for p in caches)
     logs = caplog.text
     # The dumps are real: the masked rows are there.
-    for table in ("review_items", "review_judgments", "review_categories", "review_alerts", "results"):
+    for table in (
+        "review_items",
+        "review_judgments",
+        "review_categories",
+        "review_alerts",
+        "results",
+        "settled_results",
+    ):
         assert f'INSERT INTO "{table}"' in database, table
     assert "[EMAIL]" in database and "[PHONE]" in database and "[IBAN]" in database and "[EMAIL]" in cache
     assert "leaks [EMAIL]" in database  # the comment was stored, masked

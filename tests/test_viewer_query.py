@@ -163,3 +163,67 @@ def test_facets_tags_histogram_and_pairs(store: Store) -> None:
 def test_bad_filters_name_the_parameter(params: dict[str, str], field: str) -> None:
     with pytest.raises(ValueError, match=f"^{field}: "):
         parse_run_filter(params)
+
+
+def _repeated_run(store: Store, run_id: str, n: int = 120, repeats: int = 3) -> list[dict[str, Any]]:
+    """A run judged ``repeats`` times per sample, the repeats' composites scattered around each sample's."""
+    from bqas.runner.repeats import settle
+
+    rng = random.Random(7)
+    store.create_run(run_id, "viewer-test", {"judges": ["voice"], "repeats": repeats}, total=n * repeats)
+    rows: list[tuple[str, int, dict[str, Any]]] = []
+    for i in range(n):
+        base = record(i, run_id, random.Random(i))
+        for r in range(1, repeats + 1):
+            rec = {**base, "repeat": r, "dimensions": dict(base["dimensions"])}
+            if rec["composite_score"] is not None:
+                composite = max(0.0, min(100.0, rec["composite_score"] + rng.gauss(0, 8)))
+                rec["composite_score"] = round(composite, 2)
+                rec["verdict"] = (
+                    "production_ready" if composite >= 80 else "needs_review" if composite >= 60 else "failed"
+                )
+            rows.append((f"{rec['sample_id']}::voice", i, rec))
+    store.add_results(run_id, rows)
+    store.update_run(run_id, status="done")
+    return list(settle(rec for _, _, rec in rows))
+
+
+def test_settled_samples_list_filter_and_count_per_sample(store: Store) -> None:
+    from bqas.runner.settled import write_settled
+    from bqas.store.models import SettledRow
+
+    with store.session.begin() as s:
+        s.execute(delete(Run).where(Run.id.in_(["vq-rep", "vq-rep2"])))
+    canonical = _repeated_run(store, "vq-rep")
+    _repeated_run(store, "vq-rep2")
+    try:
+        assert write_settled(store, "vq-rep") == 120 and write_settled(store, "vq-rep2") == 120
+        assert write_settled(store, "vq-rep") == 120  # rewritten, not added to
+        cases: list[tuple[dict[str, str], Any]] = [
+            ({}, lambda r: True),
+            ({"verdict": "failed"}, lambda r: r["verdict"] == "failed"),
+            ({"straddles": "yes"}, lambda r: r["repeats"]["straddles"]),
+            ({"straddles": "no", "language": "zh"}, lambda r: not r["repeats"]["straddles"] and r["language"] == "zh"),
+            ({"tag": "regression"}, lambda r: "regression" in r["tags"]),
+            ({"unscored": "yes"}, lambda r: r["status"] == "unscored"),
+        ]
+        assert any(r["repeats"]["straddles"] for r in canonical) and any(r["repeats"]["tie"] for r in canonical)
+        for params, pred in cases:
+            flt, _ = parse_run_filter(params)
+            rows, total = list_results(store, "vq-rep", flt, size=500, table=SettledRow)
+            want = [r["sample_id"] for r in canonical if pred(r)]
+            assert [r.sample_id for r in rows] == want and total == len(want), params
+            assert all(r.repeats == 3 for r in rows)
+        rows, _ = list_results(store, "vq-rep", RunFilter(), size=500, table=SettledRow)
+        by_id = {r["sample_id"]: r for r in canonical}
+        for row in rows:  # the canonical verdict, the spread and the straddle flag of settle()
+            info = by_id[row.sample_id]["repeats"]
+            assert row.verdict == by_id[row.sample_id]["verdict"] and row.straddles == info["straddles"]
+            assert row.spread == info["composite"]["std"]
+        tags = {t["tag"]: t["n"] for t in tag_breakdown(store, "vq-rep", table=SettledRow)}
+        assert tags["regression"] == sum(1 for r in canonical if "regression" in r["tags"])  # samples, not repeats
+        pairs, total = paired_results(store, "vq-rep", "vq-rep2", size=500, tables=(SettledRow, SettledRow))
+        assert total == 120 and len({p.sample_key for p in pairs}) == 120
+    finally:
+        with store.session.begin() as s:
+            s.execute(delete(Run).where(Run.id.in_(["vq-rep", "vq-rep2"])))
