@@ -665,3 +665,45 @@ def test_cjk_text_gets_the_missing_font_note_and_a_fallback_list(tmp_path: Path)
         "m1", "voice", "de", "failed", 20.0, {"safety": _dim("fail")}, line=1, inputs={"q": "<!--bqas:cjk-note-->"}
     )
     assert "install Noto Sans CJK SC" not in _report_of(tmp_path, [marked])  # a record cannot place the note
+
+
+# --------------------------------------------------------------------------------------------------
+# The compiled template in the user cache (compiling it took about 0.2 s of every run)
+
+
+def _report(tmp_path: Path, records: list[dict[str, Any]], name: str) -> str:
+    out = tmp_path / name
+    write_html_report(out, make_run(records), _stream(records))
+    return out.read_text(encoding="utf-8")
+
+
+def test_template_compiles_once_then_loads_from_the_cache(
+    tmp_path: Path, records: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import jinja2
+
+    monkeypatch.setenv("BQAS_MODEL_CACHE", str(tmp_path / "cache"))
+    first = _report(tmp_path, records, "a.html")
+    assert list((tmp_path / "cache" / "templates").iterdir())
+
+    def compile_again(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the report template was compiled again")
+
+    monkeypatch.setattr(jinja2.Environment, "compile", compile_again)
+    assert _report(tmp_path, records, "b.html") == first
+
+
+def test_damaged_or_unwritable_template_cache_still_writes_the_report(
+    tmp_path: Path, records: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BQAS_MODEL_CACHE", str(tmp_path / "cache"))
+    expected = _report(tmp_path, records, "a.html")
+    for cached in (tmp_path / "cache" / "templates").iterdir():
+        cached.write_bytes(b"j2" + b"\x00" * 40)  # jinja's magic prefix, then garbage
+    assert _report(tmp_path, records, "b.html") == expected
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("BQAS_MODEL_CACHE", str(blocker / "cache"))
+    assert _report(tmp_path, records, "c.html") == expected
+    monkeypatch.setenv("BQAS_MODEL_CACHE", "off")
+    assert _report(tmp_path, records, "d.html") == expected

@@ -6,9 +6,10 @@ first process writes the arrays it built into ``<cache>/<name>-<key>/`` (one ``.
 ``manifest.json`` naming them); later processes map them with ``np.load(mmap_mode="r")``: nothing is
 inflated, only the pages that are used are read, and processes share those pages.
 
-``BQAS_MODEL_CACHE`` names the cache folder (default: the platform's user cache folder, e.g.
-``~/.cache/bqas/models``); ``off`` switches the cache off. A cache that cannot be written (read-only
-disk, disk full) or that is damaged only costs the slow path: the model is built from its package again.
+``BQAS_MODEL_CACHE`` names the cache folder (:mod:`bqas.user_cache`; default: the platform's user cache
+folder, e.g. ``~/.cache/bqas/models``); ``off`` switches the cache off. A cache that cannot be written
+(read-only disk, disk full) or that is damaged only costs the slow path: the model is built from its
+package again.
 """
 
 from __future__ import annotations
@@ -25,29 +26,16 @@ from typing import Any
 
 import numpy as np
 
+from bqas.user_cache import cache_root
+
 log = logging.getLogger(__name__)
 
-#: Environment variable with the cache folder, or ``off``.
-CACHE_ENV = "BQAS_MODEL_CACHE"
 #: Arrays at least this large are memory-mapped (read-only); smaller ones are read into memory.
 MMAP_BYTES = 4 << 20
 # Bump when the layout of a cache entry changes: old entries are then simply not found.
 _FORMAT = 1
-_OFF = {"off", "0", "false", "no", "none"}
 
 State = dict[str, Any]
-
-
-def cache_root() -> Path | None:
-    """The cache folder: ``$BQAS_MODEL_CACHE``, else the user cache folder; None when switched off."""
-    raw = os.environ.get(CACHE_ENV, "").strip()
-    if raw.lower() in _OFF:
-        return None
-    if raw:
-        return Path(raw)
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("bqas", appauthor=False)) / "models"
 
 
 def source_key(*sources: Path | str, version: str = "") -> str:
