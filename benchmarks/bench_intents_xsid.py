@@ -9,7 +9,9 @@ multilingual v3 unless BQAS_EMBEDDER says otherwise):
    first 5 of each intent become the examples; the rest is the test set. Intents with 5 records or fewer
    therefore have no test items. Seeds 0-4; mean and range over the seeds are printed.
 
-Also: leave-one-out on BQAS's own 95 teacher examples (src/bqas/data/synth/intent_examples_de.jsonl).
+``logreg`` runs twice: on the embeddings only (the round-2 default) and with the character n-grams
+beside them (the default since round 3). BQAS's own hand-written teacher examples are measured in
+benchmarks/bench_intents_synth.py (hand-written folds).
 
     .venv/bin/python benchmarks/bench_intents_xsid.py [--data ../shared/datasets]
 """
@@ -28,22 +30,32 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _data import data_part
 
-from bqas.intents.classifier import EmbeddingIntentClassifier
+from bqas.intents.classifier import CHAR_WEIGHT, EmbeddingIntentClassifier
 from bqas.intents.evaluate import evaluate_predictions
-from bqas.intents.examples import Labelled, default_examples_path, load_labelled
-from bqas.intents.training import is_synthetic
+from bqas.intents.examples import Labelled, load_labelled
 from bqas.offline.embeddings import default_embedder
 
 LANGS = ("de", "de-ba", "gsw", "zh", "en")
-METHODS: list[tuple[str, int]] = [("knn", 1), ("knn", 3), ("knn", 5), ("knn", 10), ("centroid", 0), ("logreg", 0)]
+#: (method, k, char_weight)
+METHODS: list[tuple[str, int, float]] = [
+    ("knn", 1, 0),
+    ("knn", 3, 0),
+    ("knn", 5, 0),
+    ("knn", 10, 0),
+    ("centroid", 0, 0),
+    ("logreg", 0, 0),
+    ("logreg", 0, CHAR_WEIGHT),
+]
 
 
-def _name(method: str, k: int) -> str:
+def _name(method: str, k: int, char_weight: float) -> str:
+    if method == "logreg":
+        return "logreg, embeddings + chars" if char_weight else "logreg, embeddings only"
     return f"knn k={k}" if method == "knn" else method
 
 
-def _score(train: list[Labelled], test: list[Labelled], method: str, k: int) -> tuple[float, float]:
-    clf = EmbeddingIntentClassifier(train, method=method, k=max(1, k))  # type: ignore[arg-type]
+def _score(train: list[Labelled], test: list[Labelled], method: str, k: int, char_weight: float) -> tuple[float, float]:
+    clf = EmbeddingIntentClassifier(train, method=method, k=max(1, k), char_weight=char_weight)  # type: ignore[arg-type]
     preds = clf.predict([t.text for t in test])
     ev = evaluate_predictions([t.label for t in test], [p.label for p in preds])
     return ev.accuracy, ev.macro_f1
@@ -81,9 +93,9 @@ def main() -> None:
     print(f"\n## 1. cross-lingual: English ({len(data['en'])} utterances) as examples\n")
     print("| method | " + " | ".join(f"{lang} acc / macro-F1" for lang in LANGS[:-1]) + " |")
     print("|---|" + "---|" * (len(LANGS) - 1))
-    for method, k in METHODS:
-        scores = [_score(data["en"], data[lang], method, k) for lang in LANGS[:-1]]
-        print(f"| {_name(method, k)} | " + " | ".join(f"{a:.3f} / {f:.3f}" for a, f in scores) + " |")
+    for method, k, weight in METHODS:
+        scores = [_score(data["en"], data[lang], method, k, weight) for lang in LANGS[:-1]]
+        print(f"| {_name(method, k, weight)} | " + " | ".join(f"{a:.3f} / {f:.3f}" for a, f in scores) + " |")
 
     print(f"\n## 2. in-language, 5 examples per intent, rest as test (mean [min-max] over seeds 0-{args.seeds - 1})\n")
     sizes = {lang: few_shot_split(data[lang], 0) for lang in LANGS}
@@ -93,32 +105,21 @@ def main() -> None:
     )
     print("\n| method | " + " | ".join(f"{lang} acc / macro-F1" for lang in LANGS) + " |")
     print("|---|" + "---|" * len(LANGS))
-    for method, k in METHODS:
+    for method, k, weight in METHODS:
         cells: list[str] = []
         for lang in LANGS:
             accs, f1s = [], []
             for seed in range(args.seeds):
                 train, test = few_shot_split(data[lang], seed)
-                a, f = _score(train, test, method, k)
+                a, f = _score(train, test, method, k, weight)
                 accs.append(a)
                 f1s.append(f)
             cells.append(
                 f"{statistics.mean(accs):.3f} [{min(accs):.2f}-{max(accs):.2f}] / "
                 f"{statistics.mean(f1s):.3f} [{min(f1s):.2f}-{max(f1s):.2f}]"
             )
-        print(f"| {_name(method, k)} | " + " | ".join(cells) + " |")
+        print(f"| {_name(method, k, weight)} | " + " | ".join(cells) + " |")
 
-    print("\n## 3. leave-one-out on the 95 shipped teacher examples (19 intents x 5)\n")
-    teacher = [e for e in load_labelled(default_examples_path()) if not is_synthetic(e)]  # the hand-written ones
-    print("| method | accuracy | macro-F1 |\n|---|---|---|")
-    for method, k in METHODS:
-        y_true, y_pred = [], []
-        for i, row in enumerate(teacher):
-            clf = EmbeddingIntentClassifier(teacher[:i] + teacher[i + 1 :], method=method, k=max(1, k))  # type: ignore[arg-type]
-            y_true.append(row.label)
-            y_pred.append(clf.predict([row.text])[0].label)
-        ev = evaluate_predictions(y_true, y_pred)
-        print(f"| {_name(method, k)} | {ev.accuracy:.3f} | {ev.macro_f1:.3f} |")
     print(f"\ntotal {time.perf_counter() - started:.1f} s (2 shared cores; timings are noisy)")
 
 

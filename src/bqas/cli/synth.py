@@ -20,6 +20,11 @@ _EXAMPLES = typer.Option(
 _INTENTS = typer.Option("--intents", help="Restrict to these intents (YAML list or one name per line).")
 _METHOD = typer.Option("--method", help="Offline classifier: logreg (default), centroid or knn.")
 _K = typer.Option("--k", help="Neighbours that vote in the k-NN classifier.")
+_CHAR_WEIGHT = typer.Option(
+    "--char-weight",
+    help="logreg: weight of the character n-gram model beside the embeddings (0: embeddings only; "
+    "use 0 when the examples are in another language than the texts).",
+)
 
 
 def synth_cmd(
@@ -107,6 +112,7 @@ def classify_cmd(
     intents: Annotated[Optional[Path], _INTENTS] = None,  # noqa: UP045
     method: Annotated[str, _METHOD] = "logreg",
     k: Annotated[int, _K] = 5,
+    char_weight: Annotated[float, _CHAR_WEIGHT] = 1.0,
     base_url: Annotated[Optional[str], _BASE_URL] = None,  # noqa: UP045
     model: Annotated[Optional[str], _MODEL] = None,  # noqa: UP045
     language: Annotated[Optional[str], _LANGUAGE] = None,  # noqa: UP045
@@ -119,7 +125,7 @@ def classify_cmd(
     """
     from bqas.intents.commands import run_classify
 
-    run_classify(text, file, text_field, backend, examples, intents, method, k, base_url, model, language)
+    run_classify(text, file, text_field, backend, examples, intents, method, k, char_weight, base_url, model, language)
 
 
 def eval_intents_cmd(
@@ -133,6 +139,7 @@ def eval_intents_cmd(
     ] = "offline",
     method: Annotated[str, _METHOD] = "logreg",
     k: Annotated[int, _K] = 5,
+    char_weight: Annotated[float, _CHAR_WEIGHT] = 1.0,
     html: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option("--html", help="Write a self-contained HTML report (no scripts, no network)."),
@@ -167,6 +174,7 @@ def eval_intents_cmd(
         backend,
         method,
         k,
+        char_weight,
         html,
         as_json,
         min_accuracy,

@@ -18,7 +18,7 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _offline_classifier(examples: Path | None, intents: Path | None, method: str, k: int) -> Any:
+def _offline_classifier(examples: Path | None, intents: Path | None, method: str, k: int, char_weight: float) -> Any:
     from bqas.intents.classifier import EmbeddingIntentClassifier
 
     source = examples or default_examples_path()
@@ -31,6 +31,7 @@ def _offline_classifier(examples: Path | None, intents: Path | None, method: str
             labelled,
             method=method,  # type: ignore[arg-type]
             k=k,
+            char_weight=char_weight,
             labels=labels,
             cache_dir=get_settings().cache_dir,
         )
@@ -45,13 +46,14 @@ def _predict(
     intents: Path | None,
     method: str,
     k: int,
+    char_weight: float,
     base_url: str | None,
     model: str | None,
     language: str | None,
 ) -> list[dict[str, Any]]:
     """Predictions as dicts: intent (None when unscored), score or confidence, backend, reason."""
     if backend == "offline":
-        clf = _offline_classifier(examples, intents, method, k)
+        clf = _offline_classifier(examples, intents, method, k, char_weight)
         return [
             {"intent": p.label, "score": round(p.score, 4), "nearest": round(p.nearest, 4), "backend": "offline"}
             for p in clf.predict(texts)
@@ -82,6 +84,7 @@ def run_classify(
     intents: Path | None,
     method: str,
     k: int,
+    char_weight: float,
     base_url: str | None,
     model: str | None,
     language: str | None,
@@ -94,8 +97,15 @@ def run_classify(
             rows = _read_texts(file, text_field)
         else:
             assert text is not None
+            from bqas.untrusted import surrogate_problem
+
+            problem = surrogate_problem(text)
+            if problem is not None:  # e.g. bytes of the command line that are not UTF-8
+                raise DataError(f"TEXT: {problem}")
             rows = [{"text": text}]
-        preds = _predict([r["text"] for r in rows], backend, examples, intents, method, k, base_url, model, language)
+        preds = _predict(
+            [r["text"] for r in rows], backend, examples, intents, method, k, char_weight, base_url, model, language
+        )
     except (DataError, ValueError) as exc:
         raise _fail(str(exc)) from None
     for row, pred in zip(rows, preds, strict=True):
@@ -134,6 +144,7 @@ def run_eval(
     backend: str,
     method: str,
     k: int,
+    char_weight: float,
     html: Path | None,
     as_json: bool,
     min_accuracy: float | None,
@@ -148,7 +159,9 @@ def run_eval(
 
     try:
         data: list[Labelled] = load_labelled(dataset, text_field=text_field, label_field=label_field)
-        preds = _predict([d.text for d in data], backend, examples, intents, method, k, base_url, model, language)
+        preds = _predict(
+            [d.text for d in data], backend, examples, intents, method, k, char_weight, base_url, model, language
+        )
         pairs = [(d.label, p["intent"]) for d, p in zip(data, preds, strict=True) if p["intent"] is not None]
         unscored = len(data) - len(pairs)
         ev = evaluate_predictions([t for t, _ in pairs], [p for _, p in pairs], unscored=unscored)
@@ -158,7 +171,7 @@ def run_eval(
         "dataset": str(dataset),
         "backend": backend,
         **(
-            {"examples": str(examples or default_examples_path()), "method": method, "k": k}
+            {"examples": str(examples or default_examples_path()), "method": method, "k": k, "char_weight": char_weight}
             if backend == "offline"
             else {}
         ),

@@ -25,7 +25,7 @@ class Labelled:
 
 
 def default_examples_path() -> Path:
-    """The shipped German examples of the 19 teacher intents (5 per intent, written for BQAS)."""
+    """The shipped German examples of the 19 teacher intents (20 hand-written and 40 generated per intent)."""
     return Path(str(resources.files("bqas.data") / "synth" / "intent_examples_de.jsonl"))
 
 

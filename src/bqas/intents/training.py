@@ -1,6 +1,6 @@
 """Training commands for the offline intent classifier, drawn from ``bqas synth``'s offline generator.
 
-The shipped examples file holds the hand-written examples (5 per intent, no ``id``) followed by
+The shipped examples file holds the hand-written examples (20 per intent, no ``id``) followed by
 synthetic commands (``id`` ``synth-<intent>-<variant>-<n>``) drawn with :data:`TRAIN_SEEDS` from
 the shipped patterns in five variants (plain, typos, de-AT, de-CH, bavarian, the dialects with typos).
 Benchmarks test with other seeds (benchmarks/bench_intents_synth.py refuses a training seed).
@@ -16,7 +16,8 @@ import argparse
 import json
 import random
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from bqas.intents.examples import Labelled, default_examples_path, load_labelled
@@ -41,6 +42,17 @@ DEFAULT_PER = 8  # per intent, variant and seed group
 def is_synthetic(example: Labelled) -> bool:
     """Whether a shipped example is a generated training command (not hand-written)."""
     return bool(example.id and example.id.startswith("synth-"))
+
+
+def pattern_subset(book: PatternBook, keep: Callable[[int], bool]) -> PatternBook:
+    """The book with each intent's patterns whose index (in the patterns file) satisfies ``keep``; an
+    intent left without patterns keeps all of them. Benchmarks and tests hold patterns out this way
+    (odd indices held out; ``% 4`` splits of the even ones for validation)."""
+    intents = {
+        name: replace(entry, patterns=[p for i, p in enumerate(entry.patterns) if keep(i)] or entry.patterns)
+        for name, entry in book.intents.items()
+    }
+    return PatternBook(book.slots, intents)
 
 
 def synthetic_commands(
