@@ -14,6 +14,13 @@ Each size runs in a fresh process so that its peak RSS is its own. Side by side 
 
 Targets (issue 15): ``off`` <= 1.10 x ideal; ``defaults`` <= 1.3 x ``off``.
 
+``--src LABEL=DIR`` (repeatable) runs the same benchmark against the ``src`` folder of another checkout
+as well (``git worktree add /tmp/before <commit>``; DIR first on ``PYTHONPATH`` of the child), side by
+side in each repetition, for before/after figures measured under the same load.
+
+``--profile DIR`` records each child with py-spy (``py-spy`` on ``PATH`` or ``$PY_SPY``; raw stacks,
+one file per run) to see where the runner's CPU goes.
+
 Run: .venv/bin/python benchmarks/bench_runner.py [--sizes 2000 10000] [--latency 0.05] [--concurrency 128]
 """
 
@@ -21,7 +28,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -128,6 +137,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--modes", nargs="+", default=["bare", "off", "defaults"], choices=["bare", "off", "defaults"])
     parser.add_argument("--child", nargs=3, metavar=("N", "URL", "MODE"), help=argparse.SUPPRESS)
+    parser.add_argument("--src", action="append", default=[], metavar="LABEL=DIR", help="another checkout's src")
+    parser.add_argument("--profile", type=Path, help="folder for py-spy recordings of each child")
     args = parser.parse_args()
     if args.child:
         with tempfile.TemporaryDirectory() as tmp:
@@ -138,46 +149,70 @@ def main() -> None:
 
     from _server import scripted_server
 
+    sources: list[tuple[str, str | None]] = [("this", None)]
+    for spec in args.src:
+        label, _, folder = spec.partition("=")
+        sources.append((label, str(Path(folder).resolve())))
+    spy = os.environ.get("PY_SPY") or shutil.which("py-spy")
+    if args.profile is not None:
+        if spy is None:
+            parser.error("--profile: py-spy not found (set PY_SPY or put it on PATH)")
+        args.profile.mkdir(parents=True, exist_ok=True)
     with scripted_server(args.latency, REPLY) as url:
         for n in args.sizes:
             ideal = n * args.latency / args.concurrency
-            walls: dict[str, list[float]] = {m: [] for m in args.modes}
-            for _ in range(args.repeat):
-                for mode in args.modes:
-                    out = subprocess.run(
-                        [
-                            sys.executable,
-                            __file__,
-                            "--child",
-                            str(n),
-                            url,
-                            mode,
-                            "--concurrency",
-                            str(args.concurrency),
-                        ],
-                        capture_output=True,
-                        text=True,
-                        check=True,
-                    )
-                    res = json.loads(out.stdout.strip().splitlines()[-1])
-                    walls[mode].append(res["wall"])
+            runs = [
+                (label, src, mode) for label, src in sources for mode in args.modes if src is None or mode != "bare"
+            ]
+            walls: dict[tuple[str, str], list[float]] = {(label, mode): [] for label, _, mode in runs}
+            cpus: dict[tuple[str, str], list[float]] = {(label, mode): [] for label, _, mode in runs}
+            for rep in range(args.repeat):
+                for label, src, mode in runs:
+                    env = dict(os.environ)
+                    if src is not None:
+                        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+                    child = [sys.executable, __file__, "--child", str(n), url, mode]
+                    child += ["--concurrency", str(args.concurrency)]
+                    if args.profile is not None:
+                        out_file = args.profile / f"{label}-{mode}-{n}-{rep}.txt"
+                        child = [str(spy), "record", "-f", "raw", "-r", "200", "-o", str(out_file), "--", *child]
+                    out = subprocess.run(child, capture_output=True, text=True, check=True, env=env)
+                    lines = [line for line in out.stdout.strip().splitlines() if line.startswith("{")]
+                    res = json.loads(lines[-1])
+                    walls[(label, mode)].append(res["wall"])
+                    cpus[(label, mode)].append(res["cpu"])
                     print(
-                        f"N={n} {mode:8s}: wall {res['wall']:.2f} s (ratio to ideal {ideal:.2f} s:"
+                        f"N={n} {label:8s} {mode:8s}: wall {res['wall']:.2f} s (ratio to ideal {ideal:.2f} s:"
                         f" {res['wall'] / ideal:.3f}); CPU {res['cpu']:.2f} s ({1000 * res['cpu'] / n:.3f} ms/sample);"
                         f" stored {res['stored']}; peak RSS {res['peak_rss_mb']:.0f} MB"
-                        f" (before the run {res['rss_before_mb']:.0f} MB)"
+                        f" (before the run {res['rss_before_mb']:.0f} MB)",
+                        flush=True,
                     )
-            for mode, ws in walls.items():
+            for (label, mode), ws in walls.items():
                 ratios = [w / ideal for w in ws]
-                print(f"N={n} {mode:8s}: ratio to ideal min {min(ratios):.3f} median {statistics.median(ratios):.3f}")
-            if "off" in walls:
-                print(f"N={n} off: target <= 1.10: {'met' if min(walls['off']) / ideal <= 1.10 else 'MISSED'}")
-            if "off" in walls and "defaults" in walls:
-                paired = [d / o for d, o in zip(walls["defaults"], walls["off"], strict=True)]
+                per = [1000 * c / n for c in cpus[(label, mode)]]
                 print(
-                    f"N={n} defaults / off (paired): min {min(paired):.3f} median {statistics.median(paired):.3f}"
-                    f" (target <= 1.3: {'met' if min(paired) <= 1.3 else 'MISSED'})"
+                    f"N={n} {label:8s} {mode:8s}: ratio to ideal min {min(ratios):.3f} median"
+                    f" {statistics.median(ratios):.3f}; CPU per sample min {min(per):.3f} median"
+                    f" {statistics.median(per):.3f} ms"
                 )
+            bare = walls.get(("this", "bare"))
+            for label, _ in sources:
+                off, defaults = walls.get((label, "off")), walls.get((label, "defaults"))
+                if off:
+                    print(f"N={n} {label} off: target <= 1.10: {'met' if min(off) / ideal <= 1.10 else 'MISSED'}")
+                    if bare:
+                        vs_bare = [o / b for o, b in zip(off, bare, strict=True)]
+                        print(
+                            f"N={n} {label} off / bare client (paired): min {min(vs_bare):.3f}"
+                            f" median {statistics.median(vs_bare):.3f}"
+                        )
+                if off and defaults:
+                    paired = [d / o for d, o in zip(defaults, off, strict=True)]
+                    print(
+                        f"N={n} {label} defaults / off (paired): min {min(paired):.3f} median"
+                        f" {statistics.median(paired):.3f} (target <= 1.3: {'met' if min(paired) <= 1.3 else 'MISSED'})"
+                    )
 
 
 if __name__ == "__main__":
