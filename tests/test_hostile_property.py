@@ -151,3 +151,63 @@ def test_csv_reader_never_raises(
         assert (item.error is None) or item.error.startswith("d.csv:")
         if item.error is None:
             orjson.dumps(item.data)
+
+
+def _json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, allow_nan=True)
+
+
+NUMBERS = st.integers(min_value=-(2**70), max_value=2**70) | st.floats(allow_nan=True, allow_infinity=True)
+JSON_LIKE = st.recursive(
+    st.none() | st.booleans() | NUMBERS | TEXT,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(TEXT, kids, max_size=4),
+    max_leaves=30,
+)
+
+
+@FAST
+@given(JSON_LIKE, st.integers(min_value=0, max_value=40))
+def test_loads_with_orjson_decides_as_the_python_parser_did(value: Any, depth: int) -> None:
+    # untrusted.loads parses with orjson first (issue 15: dataset reading); what it accepts or refuses,
+    # and the message naming the field, must be what json.loads + check_value decided.
+    from bqas.untrusted import _loads_checked, loads
+
+    text = _json_text(_deep(depth) if depth > 30 else value)
+
+    def outcome(parse: Any) -> tuple[str, Any]:
+        try:
+            return "ok", parse(text)
+        except UntrustedValueError as exc:
+            return "refused", str(exc)
+        except ValueError as exc:  # json.JSONDecodeError
+            return "bad", str(exc)
+
+    fast, slow = outcome(loads), outcome(lambda t: _loads_checked(t, 32))
+    assert fast[0] == slow[0]
+    if fast[0] == "ok":
+        assert orjson.dumps(fast[1]) == orjson.dumps(slow[1])  # the same value (NaN-free, so comparable)
+        assert type(fast[1]) is type(slow[1])
+    else:
+        assert fast[1] == slow[1]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"n": 18446744073709551616}', "field n: integer out of the 64-bit range"),
+        ('{"n": -9223372036854775809}', "field n: integer out of the 64-bit range"),
+        ('{"n": 1e400}', "field n: Infinity is not a number (JSON has no NaN or Infinity)"),
+        ('{"n": NaN}', "field n: NaN is not a number (JSON has no NaN or Infinity)"),
+        ('{"t": "\\ud800"}', "field t: invalid Unicode: lone surrogate U+D800 at character 0"),
+    ],
+)
+def test_loads_refuses_what_orjson_would_bend(text: str, message: str) -> None:
+    # orjson reads 2**64 as a float and refuses NaN and lone surrogates with its own words; BQAS's verdict
+    # and message stay those of the Python parser.
+    from bqas.untrusted import loads
+
+    with pytest.raises(UntrustedValueError) as info:
+        loads(text)
+    assert str(info.value) == message

@@ -287,3 +287,36 @@ async def test_clients_of_one_server_share_its_in_flight_limit() -> None:
         peak = server.peak_active
     assert len(replies) == 6 and all(r.text == '{"a": 1}' for r in replies)
     assert peak == 2
+
+
+async def test_requests_are_sent_as_json_with_the_json_content_type() -> None:
+    # The body is encoded once with orjson and sent as bytes (issue 15: hot path); servers still need
+    # Content-Type: application/json. A raw server on 127.0.0.1 reads the request as it arrives.
+    import json
+
+    seen: dict[str, object] = {}
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in head[1:] if line)}
+        body = await reader.readexactly(int(headers["content-length"]))
+        seen.update(content_type=headers.get("content-type"), body=json.loads(body))
+        answer = json.dumps({"choices": [{"message": {"content": '{"a": 1}'}, "finish_reason": "stop"}]}).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(answer))
+        writer.write(answer)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        config = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="judge-1", structured_output="prompt")
+        async with LLMClient(config) as client:
+            out = await client.complete([{"role": "user", "content": "Grüß {dich} \u2028"}])
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert out.text == '{"a": 1}'
+    assert seen["content_type"] == "application/json"
+    body = seen["body"]
+    assert isinstance(body, dict) and body["messages"] == [{"role": "user", "content": "Grüß {dich} \u2028"}]

@@ -409,7 +409,8 @@ class LLMClient:
                 try:
                     # Leaving this block on a timeout closes the connection, which is how a server
                     # (llama.cpp, vLLM) learns to stop generating for a request nobody waits for.
-                    async with http.post(self._url, json=payload) as response:
+                    # The body as bytes (orjson), the session's Content-Type: application/json header.
+                    async with http.post(self._url, data=orjson.dumps(payload)) as response:
                         status = response.status
                         body = await _read_text(response, self.config.max_reply_bytes, calls)
                         retry_header = response.headers.get("Retry-After")

@@ -173,9 +173,9 @@ def write_outputs(store: Store, run_id: str, out_dir: Path, meta: dict[str, Any]
     from bqas.report.junit import write_junit
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    with (out_dir / "results.jsonl").open("w", encoding="utf-8") as fh:
+    with (out_dir / "results.jsonl").open("wb") as fh:
         for record in settled_records(store, run_id):
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            fh.write(jsonl_line(record))
     write_junit(out_dir / "junit.xml", meta, settled_records(store, run_id))
     base: tuple[dict[str, Any], Iterator[dict[str, Any]]] | None = None
     comparison = None
@@ -193,6 +193,17 @@ def write_outputs(store: Store, run_id: str, out_dir: Path, meta: dict[str, Any]
     write_html_report(
         out_dir / "report.html", meta, settled_records(store, run_id), baseline=base, comparison=comparison
     )
+
+
+def jsonl_line(record: dict[str, Any]) -> bytes:
+    """One results.jsonl line (UTF-8, newline-terminated): orjson, several times faster than json; a value
+    orjson refuses (an integer beyond 64 bits) is written by json as before."""
+    import orjson
+
+    try:
+        return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # orjson.JSONEncodeError
+        return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", errors="surrogateescape")
 
 
 def settled_records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:

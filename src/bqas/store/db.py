@@ -72,6 +72,12 @@ def _dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+def _loads(text: str | bytes) -> Any:
+    import orjson
+
+    return orjson.loads(text)
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -282,7 +288,15 @@ def open_store(url: str | None = None, *, home: Path | None = None) -> Store:
         url = settings.database_url or f"sqlite:///{((home or settings.home) / 'bqas.sqlite').as_posix()}"
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, future=True, pool_pre_ping=True, json_serializer=_dumps)
+    # Pre-ping finds connections a PostgreSQL server dropped; a SQLite file has no server, and the ping was a
+    # query before every batch of results. Records are read back with orjson as they are written with it.
+    engine = create_engine(
+        url,
+        future=True,
+        pool_pre_ping=not url.startswith("sqlite"),
+        json_serializer=_dumps,
+        json_deserializer=_loads,
+    )
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     # Alembic (and its imports) costs most of a second; run it only when the schema is not current.
