@@ -6,10 +6,19 @@ SQLite home, rate limit off, one API key), waits until ``/healthz`` says the mod
 drives it from this process with ``--concurrency`` aiohttp clients on loopback for ``--duration``
 seconds per workload. Every request is distinct (``_samples.py``: German voice turns; German, Chinese
 and English RAG answers with 3-5 passages, ~4k characters of context), so the embedding caches answer
-only what real traffic would repeat. Prints requests per second, p50/p99/max latency and the status
-codes seen. Targets (issue 15): p99 < 100 ms for voice, < 300 ms for RAG with contexts, 32 clients.
+only what real traffic would repeat. Prints requests per second, p50/p99/max latency, the status codes
+seen, and the CPU seconds of the load generator (this process) and of the server (its process and every
+descendant: the offline tier's worker processes) during the measured window. Targets (issue 15): p99 <
+100 ms for voice, < 300 ms for RAG with contexts, 32 clients.
 
-Run: nice .venv/bin/python benchmarks/bench_service.py [--duration 30] [--concurrency 32] [--judge voice rag]
+Offered load: each client sends its next request ``--think`` seconds after the previous answer (0: at
+once, a closed loop that saturates the server; the p99 is then about clients / throughput, queueing
+rather than service time). ``--servers`` runs server variants one after the other with the same
+workloads: ``default`` (the defaults), ``threads`` (``BQAS_OFFLINE_POOL=threads``: the offline tier in
+worker threads, as before worker processes), ``no-review`` (``BQAS_REVIEW=false``).
+
+Run: nice .venv/bin/python benchmarks/bench_service.py [--duration 30] [--concurrency 32] [--think 0]
+     [--judge voice rag] [--servers default threads no-review] [--repeat 1]
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import argparse
 import asyncio
 import itertools
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -37,6 +47,38 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _samples import rag_samples, voice_samples
 
 TARGET_P99_MS = {"voice": 100.0, "rag": 300.0}
+SERVER_ENV = {
+    "default": {},
+    "threads": {"BQAS_OFFLINE_POOL": "threads"},
+    "no-review": {"BQAS_REVIEW": "false"},
+}
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds (user + sys) of process ``root`` and all its live descendants, from /proc (Linux)."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / _TICKS
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += cpu.get(pid, 0.0)
+        todo.extend(child for child, parent in parents.items() if parent == pid)
+    return total
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def request_bodies(kind: str, seed: int) -> Iterator[bytes]:
@@ -72,8 +114,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(home: Path, port: int) -> tuple[subprocess.Popen[bytes], str]:
-    env = {**os.environ, "BQAS_HOME": str(home), "BQAS_RATE_LIMIT": "0"}
+def start_server(home: Path, port: int, variant: str = "default") -> tuple[subprocess.Popen[bytes], str]:
+    env = {**os.environ, "BQAS_HOME": str(home), "BQAS_RATE_LIMIT": "0", **SERVER_ENV[variant]}
     for var in ("BQAS_LLM_BASE_URL", "BQAS_JUDGE_MODEL", "BQAS_DATABASE_URL"):
         env.pop(var, None)
     bqas = [sys.executable, "-m", "bqas.cli.main"]
@@ -102,7 +144,9 @@ async def wait_ready(url: str) -> float:
     raise RuntimeError("server did not start")
 
 
-async def load(url: str, key: str, kind: str, concurrency: int, duration: float) -> dict[str, Any]:
+async def load(
+    url: str, key: str, kind: str, concurrency: int, duration: float, think: float, server_pid: int
+) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     latencies: list[float] = []
     codes: Counter[int | str] = Counter()
@@ -118,7 +162,11 @@ async def load(url: str, key: str, kind: str, concurrency: int, duration: float)
         stop_at = time.perf_counter() + duration
 
         async def client() -> None:
+            first = True
             while time.perf_counter() < stop_at:
+                if think > 0 and not first:
+                    await asyncio.sleep(think)
+                first = False
                 body = next(bodies)
                 started = time.perf_counter()
                 try:
@@ -130,46 +178,55 @@ async def load(url: str, key: str, kind: str, concurrency: int, duration: float)
                     continue
                 latencies.append(time.perf_counter() - started)
 
-        began = time.perf_counter()
+        began, gen_before, srv_before = time.perf_counter(), own_cpu(), tree_cpu(server_pid)
         await asyncio.gather(*(client() for _ in range(concurrency)))
         elapsed = time.perf_counter() - began
+        gen_cpu, srv_cpu = own_cpu() - gen_before, tree_cpu(server_pid) - srv_before
     ms = sorted(x * 1000 for x in latencies)
     p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
     target = TARGET_P99_MS[kind]
     print(
-        f"{kind}: {len(ms)} distinct requests in {elapsed:.1f} s with {concurrency} clients, {len(ms) / elapsed:.1f}"
-        f" requests/s; latency p50 {statistics.median(ms):.1f} p99 {p99:.1f} max {ms[-1]:.1f} ms; status codes"
-        f" {dict(codes)}; target p99 < {target:g} ms: {'met' if p99 < target else 'MISSED'}"
+        f"{kind}: {len(ms)} distinct requests in {elapsed:.1f} s with {concurrency} clients (think {think:g} s),"
+        f" {len(ms) / elapsed:.1f} requests/s; latency p50 {statistics.median(ms):.1f} p99 {p99:.1f} max"
+        f" {ms[-1]:.1f} ms; status codes {dict(codes)}; CPU: load generator {gen_cpu:.1f} s"
+        f" ({gen_cpu / elapsed:.0%} of a core), server {srv_cpu:.1f} s ({srv_cpu / elapsed:.0%}),"
+        f" {srv_cpu / max(1, len(ms)) * 1000:.1f} ms per request; target p99 < {target:g} ms:"
+        f" {'met' if p99 < target else 'MISSED'}",
+        flush=True,
     )
-    return {"kind": kind, "rps": len(ms) / elapsed, "p99": p99}
+    return {"kind": kind, "rps": len(ms) / elapsed, "p99": p99, "p50": statistics.median(ms)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--think", type=float, default=0.0, help="seconds a client waits after each answer")
     parser.add_argument("--judge", nargs="+", choices=sorted(TARGET_P99_MS), default=["voice", "rag"])
-    parser.add_argument("--repeat", type=int, default=1, help="runs of each workload (min and median printed)")
+    parser.add_argument("--servers", nargs="+", choices=sorted(SERVER_ENV), default=["default"])
+    parser.add_argument("--repeat", type=int, default=1, help="rounds over the server variants (min and median)")
     args = parser.parse_args()
-    results: dict[str, list[dict[str, Any]]] = {k: [] for k in args.judge}
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="bqas-bench-") as tmp:
-        port = _free_port()
-        proc, key = start_server(Path(tmp) / "home", port)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            ready = asyncio.run(wait_ready(url))
-            print(f"server: bqas serve --backend offline (pid {proc.pid}), models ready after {ready:.1f} s")
-            for _ in range(args.repeat):
-                for kind in args.judge:
-                    results[kind].append(asyncio.run(load(url, key, kind, args.concurrency, args.duration)))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=15)
-    for kind, runs in results.items():
+        for rnd in range(args.repeat):
+            for variant in args.servers:
+                port = _free_port()
+                proc, key = start_server(Path(tmp) / f"home-{variant}-{rnd}", port, variant)
+                url = f"http://127.0.0.1:{port}"
+                try:
+                    ready = asyncio.run(wait_ready(url))
+                    print(f"server {variant} (round {rnd + 1}): models ready after {ready:.1f} s", flush=True)
+                    for kind in args.judge:
+                        run = asyncio.run(load(url, key, kind, args.concurrency, args.duration, args.think, proc.pid))
+                        results.setdefault((variant, kind), []).append(run)
+                finally:
+                    proc.terminate()
+                    proc.wait(timeout=30)
+    for (variant, kind), runs in results.items():
         p99s, rps = [r["p99"] for r in runs], [r["rps"] for r in runs]
         print(
-            f"{kind}: p99 min {min(p99s):.1f} median {statistics.median(p99s):.1f} ms; requests/s min {min(rps):.1f}"
-            f" median {statistics.median(rps):.1f} ({len(runs)} runs)"
+            f"{variant} {kind}: p99 min {min(p99s):.1f} median {statistics.median(p99s):.1f} ms; requests/s min"
+            f" {min(rps):.1f} median {statistics.median(rps):.1f} ({len(runs)} runs)"
         )
     print(f"load average after the runs: {os.getloadavg()}")
 

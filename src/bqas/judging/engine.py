@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any, Literal
 
+from bqas.judging.dispatch import OfflineDispatch
 from bqas.judging.exchange import EXAMPLES_LIMIT, attempt_entry, bounded, failed_entry
 from bqas.judging.manipulation import apply_manipulation, find_manipulation
-from bqas.judging.offline import OfflineJudge
+from bqas.judging.offline import OfflineJudge, TierOutput, offline_tier
 from bqas.judging.policy import apply_policy
 from bqas.judging.render import render_prompt, retry_message
 from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
 from bqas.judging.spec import JudgeRegistry, JudgeSpec
-from bqas.judging.workers import run_cpu, submit_cpu
-from bqas.offline.methods import MethodResult
+from bqas.judging.workers import submit_cpu
 from bqas.settings import check_language
 from bqas.trust.profile import CalibrationProfile
 
@@ -114,6 +114,8 @@ class JudgeEngine:
         self.registry = registry
         self.llm = llm
         self.offline = offline or OfflineJudge()
+        #: Worker threads or processes for the offline tier (BQAS_OFFLINE_POOL).
+        self.dispatch = OfflineDispatch(self.offline)
         self.options = options or EngineOptions()
         if self.options.backend == "llm" and llm is None:
             raise ValueError(
@@ -148,26 +150,14 @@ class JudgeEngine:
         values = check_inputs(spec, sample)
         lang = check_language(language or self.options.default_language)
         use_offline, use_llm = self.tiers
-        if use_offline and not self.offline.loaded:
+        if use_offline:
             # Model loading is start-up, not judgment: it happens once, before this judgment's clock starts.
-            await run_cpu(self.offline.load)
+            await self.dispatch.prepare()
         started = time.perf_counter()
         result = JudgmentResult(response_id=response_id, judge=spec.name, language=lang)
         offline_dims: dict[str, DimensionProvenance] = {}
         notes: list[str] = []
         gate_on = self.options.safety_gate
-        if use_offline:
-            # In the worker pool (p_reject included): CPU-bound work must not stall the event loop.
-            skip = () if gate_on else SAFETY_METHODS
-            offline_dims, notes, result.confidence["offline"] = await run_cpu(
-                self._offline_tier, spec, values, lang, skip
-            )
-            result.backend = "offline"
-        gate: asyncio.Future[tuple[dict[str, DimensionProvenance], list[str]]] | None = None
-        if not use_offline and gate_on:
-            # LLM alone: the deterministic gate still runs, and a failure it finds stands (see _combine). It
-            # runs in the pool while the LLM request is out, instead of holding the request back until done.
-            gate = submit_cpu(self.offline.evaluate, spec, values, lang, only=SAFETY_METHODS)
         if any(b.method in SAFETY_METHODS for b in spec.offline.values()):
             result.safety_gate = "checked" if gate_on else "off"
             if not gate_on:
@@ -178,16 +168,40 @@ class JudgeEngine:
         llm_data: dict[str, Any] | None = None
         lookup = self.options.profile_lookup
         profile = self.options.profiles.get(spec.name) or (lookup(spec.name) if lookup is not None else None)
+        llm_task: asyncio.Task[dict[str, Any] | None] | None = None
+        if use_llm and use_offline and profile is None:
+            # Both tiers at once: without a profile that could let the offline tier decide, the LLM is asked
+            # anyway, so its request does not wait for the offline work (nor queue behind other samples').
+            llm_task = asyncio.ensure_future(self._ask_llm_for(spec, values, lang, result, fresh))
+        if use_offline:
+            # In the worker pool (p_reject included): CPU-bound work must not stall the event loop.
+            skip = () if gate_on else SAFETY_METHODS
+            try:
+                offline_dims, notes, offline_conf = await self.dispatch.tier(spec, values, lang, skip=skip)
+            except BaseException:
+                if llm_task is not None:
+                    llm_task.cancel()
+                raise
+            assert offline_conf is not None
+            result.confidence["offline"] = offline_conf
+            result.backend = "offline"
+        gate: asyncio.Future[TierOutput] | None = None
+        if not use_offline and gate_on:
+            # LLM alone: the deterministic gate still runs, and a failure it finds stands (see _combine). It
+            # runs in the pool while the LLM request is out, instead of holding the request back until done.
+            # Cheap rules: always a worker thread, without the embedding model or worker processes.
+            gate = submit_cpu(offline_tier, self.offline, spec, values, lang, only=SAFETY_METHODS)
         if use_llm and use_offline and profile is not None and self._offline_decides(profile, result):
             use_llm = False  # the offline tier is certified to decide this one: no LLM call
         try:
+            if llm_task is not None:
+                llm_data = await llm_task
+            elif use_llm:
+                llm_data = await self._ask_llm_for(spec, values, lang, result, fresh)
             if use_llm:
-                assert self.llm is not None
                 result.backend = "llm" if not use_offline else "offline+llm"
-                result.model = self.llm.config.model
-                llm_data = await self._ask_llm(spec, values, lang, result, fresh=fresh)
             if gate is not None:
-                offline_dims, _ = await gate
+                offline_dims, _, _ = await gate
         finally:
             if gate is not None and not gate.done():
                 gate.cancel()  # this judgment was cancelled or failed: nobody waits for its gate
@@ -202,15 +216,13 @@ class JudgeEngine:
         result.latency_ms = round((time.perf_counter() - started) * 1000, 3)
         return result
 
-    def _offline_tier(
-        self, spec: JudgeSpec, values: Mapping[str, Any], language: str, skip: Collection[str] = ()
-    ) -> tuple[dict[str, DimensionProvenance], list[str], TierConfidence]:
-        """The offline dimensions, notes and the offline tier's confidence (its p_reject: microseconds)."""
-        from bqas.trust.offline import offline_confidence
-
-        evidence: dict[str, MethodResult] = {}
-        dims, notes = self.offline.evaluate(spec, values, language, evidence, skip=skip)
-        return dims, notes, offline_confidence(spec, values, dims, evidence)
+    async def _ask_llm_for(
+        self, spec: JudgeSpec, values: Mapping[str, Any], language: str, result: JudgmentResult, fresh: bool
+    ) -> dict[str, Any] | None:
+        """The LLM tier: records the model on the result, then asks (see :meth:`_ask_llm`)."""
+        assert self.llm is not None
+        result.model = self.llm.config.model
+        return await self._ask_llm(spec, values, language, result, fresh=fresh)
 
     @staticmethod
     def _offline_decides(profile: CalibrationProfile, result: JudgmentResult) -> bool:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from bqas.judging.result import DimensionProvenance
+from bqas.judging.result import DimensionProvenance, TierConfidence
 from bqas.judging.spec import JudgeSpec
 from bqas.offline.methods import MethodResult, OfflineContext, get_method, load_builtin_methods
 
@@ -26,6 +26,11 @@ class OfflineJudge:
         self.loaded = False
         #: Seconds the last :meth:`load` took (0.0 when nothing was loaded).
         self.load_seconds = 0.0
+
+    @property
+    def embedder_factory(self) -> Callable[[], Embedder] | None:
+        """The embedder factory this judge was built with (None: the default embedder)."""
+        return self._embedder_factory
 
     def load(self) -> float:
         """Import the methods and load the embedding model (once); returns the seconds it took.
@@ -106,3 +111,30 @@ class OfflineJudge:
         if unmeasured:
             notes.append("not measured offline: " + ", ".join(unmeasured))
         return dims, notes
+
+
+#: What the offline tier gives the engine: the dimensions, the notes and the tier's confidence.
+TierOutput = tuple[dict[str, DimensionProvenance], list[str], TierConfidence | None]
+
+
+def offline_tier(
+    judge: OfflineJudge,
+    spec: JudgeSpec,
+    values: Mapping[str, Any],
+    language: str,
+    *,
+    skip: Collection[str] = (),
+    only: Collection[str] | None = None,
+) -> TierOutput:
+    """The offline tier of one judgment: dimensions, notes and (unless ``only`` limits it to some methods,
+    the safety gate beside the LLM) the tier's confidence, its p_reject (microseconds).
+
+    One function for the worker threads and the worker processes, so both compute exactly the same."""
+    if only is not None:
+        dims, notes = judge.evaluate(spec, values, language, only=only)
+        return dims, notes, None
+    from bqas.trust.offline import offline_confidence
+
+    evidence: dict[str, MethodResult] = {}
+    dims, notes = judge.evaluate(spec, values, language, evidence, skip=skip)
+    return dims, notes, offline_confidence(spec, values, dims, evidence)

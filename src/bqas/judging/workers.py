@@ -1,12 +1,12 @@
-"""The worker pool of the offline tier: CPU-bound judging runs here, never on the event loop.
+"""The worker pools of the offline tier: CPU-bound judging runs here, never on the event loop.
 
 The offline judge (tokenising, embedding, rule checks) costs tens of milliseconds of CPU per RAG sample.
 Run inline on the event loop it stalls every LLM request and every HTTP client waiting on that loop, so
-the engine hands it to a thread pool sized to the cores (``BQAS_OFFLINE_WORKERS``, default: the number
-of CPUs). Threads rather than processes: the embedding model (65 MB of weights) and its caches are
-shared, there is no start-up cost for a one-sample run, and numpy releases the GIL in the heavy matrix
-products. Other CPU-bound steps (e.g. the trust engineer's rejection probability) can use
-:func:`run_cpu` too.
+the engine hands it to a pool sized to the cores (``BQAS_OFFLINE_WORKERS``, default: the number of
+CPUs): worker threads (this module) or worker processes (:mod:`bqas.judging.procpool`), chosen by
+``BQAS_OFFLINE_POOL`` (:func:`pool_mode`; :mod:`bqas.judging.dispatch` routes the calls). Threads share
+the model and start at once, which suits one-sample runs; processes keep the GIL free for the event
+loop, which suits sustained load. Other CPU-bound steps can use :func:`run_cpu` too.
 """
 
 from __future__ import annotations
@@ -21,6 +21,10 @@ from typing import ParamSpec, TypeVar
 
 #: Environment variable with the number of worker threads of the offline tier.
 WORKERS_ENV = "BQAS_OFFLINE_WORKERS"
+
+#: Environment variable that chooses threads or processes for the offline tier (see :func:`pool_mode`).
+POOL_ENV = "BQAS_OFFLINE_POOL"
+POOL_MODES = ("auto", "threads", "processes")
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -41,6 +45,18 @@ def offline_workers() -> int:
     if value < 1:
         raise ValueError(f"{WORKERS_ENV}: expected a whole number of threads >= 1, got {raw!r}")
     return value
+
+
+def pool_mode() -> str:
+    """``$BQAS_OFFLINE_POOL``: ``auto`` (default), ``threads`` or ``processes``.
+
+    ``auto``: worker processes when more offline calls wait at once than there are workers and there
+    are at least two workers (``bqas run`` with concurrency, ``bqas serve``), threads otherwise (one
+    sample, one worker as in a Ray actor); ``threads`` and ``processes`` force one kind."""
+    raw = os.environ.get(POOL_ENV, "").strip().lower() or "auto"
+    if raw not in POOL_MODES:
+        raise ValueError(f"{POOL_ENV}: expected one of {', '.join(POOL_MODES)}, got {raw!r}")
+    return raw
 
 
 def executor() -> ThreadPoolExecutor:

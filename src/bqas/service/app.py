@@ -26,7 +26,6 @@ from fastapi_offline import FastAPIOffline
 from bqas import __version__
 from bqas.auth.keys import Authenticator
 from bqas.auth.throttle import FailureThrottle
-from bqas.judging.workers import run_cpu
 from bqas.review.memory import embedder as memory_embedder
 from bqas.review.settings import get_review_settings
 from bqas.review.web import review_router
@@ -195,7 +194,9 @@ def create_app(
         started = time.perf_counter()
         try:
             engine = scorer.engine(service.service_backend)
-            await run_cpu(engine.offline.load)
+            # A server expects sustained load: in BQAS_OFFLINE_POOL=auto the offline tier gets its worker
+            # processes now (each loads the models), so that judging keeps the event loop's GIL free.
+            await engine.dispatch.prepare(expect_load=True)
             if review:
                 await run_in_threadpool(warm_up_memory)  # the memory's backend (the same model by default)
         except Exception as exc:  # requests still load lazily; /healthz says what went wrong
