@@ -9,16 +9,16 @@ Chinese, English; 3-5 passages, ~4k characters each) against the scripted server
   (``BQAS_OFFLINE_POOL=threads``: one process, so user + sys of the process is all of the offline
   tier's CPU work); with ``--pools`` including the default (``auto``) also the default offline run;
 * ``auto``: ``bqas run --backend auto`` (both tiers) on the same samples, once per ``--pools`` entry
-  (``BQAS_OFFLINE_POOL``: ``auto`` is the default, which picks worker processes for such a run;
-  ``threads`` is the previous behaviour). The CPU printed for a run with worker processes misses
-  what the workers used (they are not the bqas process's waited-for children).
+  (``BQAS_OFFLINE_POOL``: ``auto`` is the default, worker threads for ``bqas run``; ``processes``
+  forces worker processes). The CPU printed for a run with worker processes misses what the workers
+  used (they are not the bqas process's waited-for children).
 
 Target (issue 15): auto wall <= 1.25 x max(ideal LLM time, offline CPU time / cores), where ideal LLM time
 = ceil(N / concurrency) x latency. Start-up (imports, model load) is inside the wall times; the ratio is
 also printed without it (wall minus the start-up of a 1-sample run).
 
 Run: nice .venv/bin/python benchmarks/bench_auto.py [--n 1000] [--latency 0.2] [--concurrency 64] [--repeat 3]
-     [--pools auto threads]
+     [--pools auto processes]
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--pools", nargs="+", choices=["auto", "threads", "processes"], default=["auto", "threads"])
+    parser.add_argument("--pools", nargs="+", choices=["auto", "threads", "processes"], default=["auto", "processes"])
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     ideal = math.ceil(args.n / args.concurrency) * args.latency

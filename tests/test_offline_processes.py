@@ -1,6 +1,7 @@
 """The offline tier in worker processes (BQAS_OFFLINE_POOL): same results as in threads, hostile text
-included; ``auto`` picks processes under demand and threads for one sample; a custom offline judge stays in
-threads; a killed worker does not lose the judgment; in ``auto`` with an LLM both tiers run at once."""
+included, through the engine, `bqas run` and the service; ``auto`` gives a server processes and a run
+threads; a custom offline judge stays in threads; a killed worker does not lose the judgment; in
+``--backend auto`` with an LLM both tiers run at once."""
 
 from __future__ import annotations
 
@@ -95,19 +96,20 @@ async def test_processes_give_the_same_results_as_threads(monkeypatch: pytest.Mo
     assert hostile["status"] == "scored" and hostile["verdict"] != "production_ready"
 
 
-async def test_auto_takes_processes_under_demand_and_threads_for_one_sample(
+async def test_auto_keeps_runs_in_threads_and_gives_a_server_processes(
     monkeypatch: pytest.MonkeyPatch, processes: None
 ) -> None:
     monkeypatch.setenv("BQAS_OFFLINE_POOL", "auto")
-    alone = _engine()
-    await alone.evaluate("voice", VOICE, response_id="one", language="de")
-    assert alone.dispatch.mode == "threads"
-    busy = _engine()
+    busy = _engine()  # a run with concurrency: threads were measured faster for bqas run
     await asyncio.gather(*(busy.evaluate("voice", VOICE, response_id=str(i), language="de") for i in range(8)))
-    assert busy.dispatch.mode == "processes"
-    monkeypatch.setenv("BQAS_OFFLINE_WORKERS", "1")  # one worker (a Ray actor): threads whatever the demand
+    assert busy.dispatch.mode == "threads"
+    server = _engine()  # what bqas serve does at start-up
+    await server.dispatch.prepare(expect_load=True)
+    await server.evaluate("voice", VOICE, response_id="s", language="de")
+    assert server.dispatch.mode == "processes"
+    monkeypatch.setenv("BQAS_OFFLINE_WORKERS", "1")  # one worker (a Ray actor): threads even for a server
     single = _engine()
-    await asyncio.gather(*(single.evaluate("voice", VOICE, response_id=str(i), language="de") for i in range(8)))
+    await single.dispatch.prepare(expect_load=True)
     assert single.dispatch.mode == "threads"
 
 

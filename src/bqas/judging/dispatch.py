@@ -1,11 +1,13 @@
 """Where an engine's offline tier runs: worker threads or worker processes (``BQAS_OFFLINE_POOL``).
 
-``auto`` (default) decides at the first offline judgment: when more judgments wait for the offline tier
-at once than there are workers (a run with concurrency, a server under load) and there are at least two
-workers, the tier runs in worker processes (:mod:`bqas.judging.procpool`), so that the event loop keeps
-the GIL; otherwise, and for a one-sample run that should not pay for starting processes, in worker
-threads. ``bqas serve`` asks for processes up front (:meth:`OfflineDispatch.prepare`). A process pool
-that cannot start or breaks (a worker killed) is logged and the tier goes on in threads.
+``auto`` (default): worker processes (:mod:`bqas.judging.procpool`) for ``bqas serve``, which asks for
+them up front (:meth:`OfflineDispatch.prepare` with ``expect_load``) when there are at least two workers,
+and worker threads for everything else (``bqas run``, ``bqas score``, the Python API). Measured side by
+side on the 2-core machine (docs/benchmarks.md): the service's event loop parses HTTP for every request
+and gained from keeping its GIL (voice p99 521 vs 1,446 ms, 115 vs 89 requests/s); ``bqas run --backend
+auto`` over 1,000 RAG samples was faster in threads (88.7 vs 110.1 s, 32.7 vs 37.4 s), where the extra
+model loads and per-worker caches of processes cost more than the GIL did. A process pool that cannot
+start or breaks (a worker killed) is logged and the tier goes on in threads.
 """
 
 from __future__ import annotations
@@ -25,9 +27,6 @@ if TYPE_CHECKING:
     from bqas.judging.spec import JudgeSpec
 
 log = get_logger(__name__)
-
-# Seconds the first offline judgment waits for the others that start with it, to see the demand.
-DEMAND_WINDOW = 0.02
 
 _POOLS: dict[Any, OfflineProcessPool] = {}
 _POOLS_LOCK = threading.Lock()
@@ -78,25 +77,20 @@ class OfflineDispatch:
         self.mode: str | None = None  # "threads" or "processes" once decided
         self._pool: OfflineProcessPool | None = None
         self._decision: asyncio.Future[str] | None = None
-        self._waiting = 0
 
     async def prepare(self, *, expect_load: bool = False) -> float:
         """Decide threads or processes and load the models there; returns the seconds loading took.
 
-        ``expect_load`` (``bqas serve``): choose processes in ``auto`` mode without waiting for demand.
-        Cheap once done: the engine calls it before every offline judgment's clock starts."""
+        ``expect_load`` (``bqas serve``): processes in ``auto`` mode. Cheap once done: the engine calls it
+        before every offline judgment's clock starts."""
         if self.mode == "processes" and self._pool is not None and self._pool.ready:
             return 0.0
         if self.mode == "threads" and self.judge.loaded:
             return 0.0
-        self._waiting += 1
-        try:
-            if self.mode is None:
-                if self._decision is None or self._decision.done():
-                    self._decision = asyncio.ensure_future(self._decide(expect_load))
-                await asyncio.shield(self._decision)
-        finally:
-            self._waiting -= 1
+        if self.mode is None:
+            if self._decision is None or self._decision.done():
+                self._decision = asyncio.ensure_future(self._decide(expect_load))
+            await asyncio.shield(self._decision)
         if self.mode == "processes" and self._pool is not None:
             try:
                 return await self._pool.wait_ready()
@@ -106,11 +100,7 @@ class OfflineDispatch:
 
     async def _decide(self, expect_load: bool) -> str:
         mode, why_not = pool_mode(), process_capable(self.judge)
-        want = mode == "processes"
-        if mode == "auto" and why_not is None and offline_workers() >= 2:
-            if not expect_load:
-                await asyncio.sleep(DEMAND_WINDOW)  # the judgments started with this one arrive meanwhile
-            want = expect_load or self._waiting > offline_workers()
+        want = mode == "processes" or (mode == "auto" and expect_load and offline_workers() >= 2)
         if want and why_not is not None:
             log.warning("offline tier: %s; using worker threads", why_not)
             want = False

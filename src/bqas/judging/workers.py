@@ -5,8 +5,8 @@ Run inline on the event loop it stalls every LLM request and every HTTP client w
 the engine hands it to a pool sized to the cores (``BQAS_OFFLINE_WORKERS``, default: the number of
 CPUs): worker threads (this module) or worker processes (:mod:`bqas.judging.procpool`), chosen by
 ``BQAS_OFFLINE_POOL`` (:func:`pool_mode`; :mod:`bqas.judging.dispatch` routes the calls). Threads share
-the model and start at once, which suits one-sample runs; processes keep the GIL free for the event
-loop, which suits sustained load. Other CPU-bound steps can use :func:`run_cpu` too.
+the model, its caches and start at once; processes keep the GIL free for the event loop, which the
+service needs. Other CPU-bound steps can use :func:`run_cpu` too.
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ def offline_workers() -> int:
 def pool_mode() -> str:
     """``$BQAS_OFFLINE_POOL``: ``auto`` (default), ``threads`` or ``processes``.
 
-    ``auto``: worker processes when more offline calls wait at once than there are workers and there
-    are at least two workers (``bqas run`` with concurrency, ``bqas serve``), threads otherwise (one
-    sample, one worker as in a Ray actor); ``threads`` and ``processes`` force one kind."""
+    ``auto``: worker processes for ``bqas serve`` when there are at least two workers, threads for
+    everything else (the measured better choice for each, see :mod:`bqas.judging.dispatch`);
+    ``threads`` and ``processes`` force one kind."""
     raw = os.environ.get(POOL_ENV, "").strip().lower() or "auto"
     if raw not in POOL_MODES:
         raise ValueError(f"{POOL_ENV}: expected one of {', '.join(POOL_MODES)}, got {raw!r}")
