@@ -8,6 +8,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from bqas.judging.factory import LLMOverrides
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -104,3 +110,55 @@ def test_offline_run_imports_no_llm_service_or_postgres_module(tmp_path: Path, b
     assert (tmp_path / "out" / "results.jsonl").is_file() and (tmp_path / "out" / "report.html").is_file()
     assert "bqas.store.db" in modules and "bqas.review.process" in modules  # the store and the review loop ran
     assert _loaded(modules, NOT_OFFLINE) == []
+
+
+def test_engine_starts_loading_the_offline_models_without_waiting(bqas_home: Path) -> None:
+    from bqas.judging.factory import build_engine
+    from bqas.settings import get_settings
+
+    engine = build_engine(get_settings(), backend="offline")
+    assert not engine.offline.loaded
+    future = engine.start_loading()
+    assert future is not None
+    future.result(timeout=120)
+    assert engine.offline.loaded
+    assert engine.start_loading() is None  # loaded: nothing more to do
+    assert build_engine(get_settings(), backend="llm", overrides=_llm()).start_loading() is None  # no offline tier
+
+
+def _llm() -> LLMOverrides:
+    from bqas.judging.factory import LLMOverrides
+
+    return LLMOverrides(base_url="http://127.0.0.1:9/v1", model="m")
+
+
+def test_run_starts_the_model_load_before_opening_the_run(
+    tmp_path: Path, bqas_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The load overlaps with the run's store work instead of starting at the first judgment."""
+    from typer.testing import CliRunner
+
+    from bqas.cli.main import app
+    from bqas.judging.engine import JudgeEngine
+    from bqas.store.db import Store
+
+    events: list[str] = []
+    start_loading, create_run = JudgeEngine.start_loading, Store.create_run
+
+    def record_loading(self: JudgeEngine) -> object:
+        events.append("load")
+        return start_loading(self)
+
+    def record_create(self: Store, *args: object, **kwargs: object) -> object:
+        events.append("create_run")
+        return create_run(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(JudgeEngine, "start_loading", record_loading)
+    monkeypatch.setattr(Store, "create_run", record_create)
+    sample = (REPO / "scenarios/data/voice_de.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    (tmp_path / "one.jsonl").write_text(sample + "\n", encoding="utf-8")
+    scenario = tmp_path / "one.yaml"
+    scenario.write_text("name: one\njudges: [voice]\nbackend: offline\ndataset: one.jsonl\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", str(scenario), "--no-progress", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert events == ["load", "create_run"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any, Literal
@@ -25,7 +26,7 @@ from bqas.judging.policy import apply_policy
 from bqas.judging.render import render_prompt, retry_message
 from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
 from bqas.judging.spec import JudgeRegistry, JudgeSpec
-from bqas.judging.workers import submit_cpu
+from bqas.judging.workers import executor, pool_mode, submit_cpu
 from bqas.settings import check_language
 from bqas.trust.profile import CalibrationProfile
 
@@ -131,6 +132,17 @@ class JudgeEngine:
         if backend == "llm":
             return False, True
         return True, self.llm is not None
+
+    def start_loading(self) -> Future[float] | None:
+        """Start loading the offline models in the worker threads and return at once.
+
+        A run calls it as soon as its engine exists, so the load (the tokenizer, the methods) overlaps with
+        opening the run in the store; the first judgment waits for it to finish (:meth:`evaluate`), and a
+        load that failed raises there. Not with ``BQAS_OFFLINE_POOL=processes``: the workers load there.
+        Returns the load's future (None when there is nothing to load here)."""
+        if self.tiers[0] and not self.offline.loaded and pool_mode() != "processes":
+            return executor().submit(self.offline.load)
+        return None
 
     async def evaluate(
         self,

@@ -246,6 +246,8 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
         check_cluster(request, scenario)
     stored = store.get_run(run_id).config if resuming else None  # type: ignore[union-attr]
     engine = _engine_for(scenario, request, settings, stored)
+    if not (request.ray or scenario.ray is not None):  # on Ray the actors judge, not this process
+        engine.start_loading()
     total = sum(repeat_count(w, scenario) for w in work_items(scenario))
     out_dir = _out_dir(request, run_id, stored)
     if not resuming:

@@ -26,6 +26,8 @@ from fastapi_offline import FastAPIOffline
 from bqas import __version__
 from bqas.auth.keys import Authenticator
 from bqas.auth.throttle import FailureThrottle
+from bqas.judging.spec import default_registry
+from bqas.judging.workers import run_cpu
 from bqas.review.memory import embedder as memory_embedder
 from bqas.review.settings import get_review_settings
 from bqas.review.web import review_router
@@ -193,6 +195,9 @@ def create_app(
         """Load the offline judge's models in the worker pool while the server already answers."""
         started = time.perf_counter()
         try:
+            # The judge specs (YAML) are read in the pool: on the event loop that read held back the first
+            # answers of a server that had just started listening.
+            await run_cpu(default_registry)
             engine = scorer.engine(service.service_backend)
             # A server expects sustained load: in BQAS_OFFLINE_POOL=auto the offline tier gets its worker
             # processes now (each loads the models), so that judging keeps the event loop's GIL free.
