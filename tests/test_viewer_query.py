@@ -3,6 +3,7 @@ reading of the same records, on SQLite and (when BQAS_TEST_POSTGRES_URL is set) 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from collections.abc import Iterator
@@ -227,3 +228,82 @@ def test_settled_samples_list_filter_and_count_per_sample(store: Store) -> None:
     finally:
         with store.session.begin() as s:
             s.execute(delete(Run).where(Run.id.in_(["vq-rep", "vq-rep2"])))
+
+
+def _fresh_database(kind: str, tmp_path: Path) -> Iterator[str]:
+    """A new empty database: a SQLite file, or a PostgreSQL database created next to the test one."""
+    if kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'm.sqlite'}"
+        return
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    assert PG_URL is not None
+    name = f"bqas_mig_{os.getpid()}_{random.randrange(10**6)}"
+    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_the_filter_columns_are_filled_from_the_records_of_an_older_store(kind: str, tmp_path: Path) -> None:
+    """Migration 0008 copies decision, intent and escalated out of the records stored before it."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine, text
+
+    for url in _fresh_database(kind, tmp_path):
+        cfg = Config()
+        cfg.set_main_option("script_location", "bqas.store:migrations")
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+        command.upgrade(cfg, "0007")  # a store as the previous BQAS wrote it: no filter columns
+        records = _records(3)
+        records[5]["intent"] = {"not": "a string"}  # stays NULL, as the runner would write it
+        engine = create_engine(url)
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO runs (id, kind, scenario, config, status, total, started_at) "
+                    "VALUES ('old', 'scenario', 's', '{}', 'done', 0, CURRENT_TIMESTAMP)"
+                )
+            )
+            for i, rec in enumerate(records):
+                conn.execute(
+                    text(
+                        "INSERT INTO results (run_id, sample_key, seq, repeat, sample_id, judge, status, verdict, "
+                        "composite, language, record, created_at) VALUES ('old', :key, :seq, 1, :sid, 'voice', "
+                        ":status, :verdict, :composite, :language, :record, CURRENT_TIMESTAMP)"
+                    ),
+                    {
+                        "key": f"{rec['sample_id']}::voice",
+                        "seq": i,
+                        "sid": rec["sample_id"],
+                        "status": rec["status"],
+                        "verdict": rec["verdict"],
+                        "composite": rec["composite_score"],
+                        "language": rec["language"],
+                        "record": json.dumps(rec, ensure_ascii=False),
+                    },
+                )
+        engine.dispose()
+        store = open_store(url)  # migrates to the head
+        for params, pred in [
+            ({"decision": "escalate"}, lambda r: r["decision"] == "escalate"),
+            ({"decision": "none"}, lambda r: r["decision"] is None),
+            ({"intent": "music.play"}, lambda r: r["intent"] == "music.play"),
+            ({"escalated": "yes"}, lambda r: r["escalation"] is not None),
+            ({"escalated": "no", "language": "de"}, lambda r: r["escalation"] is None and r["language"] == "de"),
+        ]:
+            flt, _ = parse_run_filter(params)
+            rows, total = list_results(store, "old", flt, size=1000)
+            want = [r["sample_id"] for r in records if pred(r)]
+            assert [r.sample_id for r in rows] == want and total == len(want), params
+        flt, _ = parse_run_filter({"intent": "music.play"})
+        assert records[5]["sample_id"] not in {r.sample_id for r in list_results(store, "old", flt, size=1000)[0]}
+        store.engine.dispose()

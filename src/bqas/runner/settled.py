@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from bqas.store.db import Store
+from bqas.store.models import filter_columns
 
 
 def _rows(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
@@ -36,6 +37,7 @@ def _rows(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
                 "verdict": record.get("verdict"),
                 "composite": record.get("composite_score"),
                 "language": record.get("language"),
+                **filter_columns(record),
                 "repeats": len(members),
                 "straddles": bool(info.get("straddles")),
                 "tie": bool(info.get("tie")),

@@ -14,7 +14,7 @@ from sqlalchemy import insert as sql_insert
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
-from bqas.store.models import ResultRow, Run, SettledRow
+from bqas.store.models import ResultRow, Run, SettledRow, filter_columns
 
 
 def now() -> datetime:
@@ -212,6 +212,7 @@ class Store:
                 # The LLM exchange goes to its own column (read by the sample page only), not the record.
                 "record": {k: v for k, v in rec.items() if k != EXCHANGE_KEY} if EXCHANGE_KEY in rec else rec,
                 "exchange": rec.get(EXCHANGE_KEY),
+                **filter_columns(rec),
                 "created_at": now(),
             }
             for key, seq, rec in records

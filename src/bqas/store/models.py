@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from bqas.privacy import RedactedId, RedactedJSON
+
+# The viewer's common filters: a (run, field, seq) index each (migration 0008), so that a filter's count
+# and its pages in sample order read the index, not the records.
+FILTER_FIELDS: tuple[str, ...] = ("verdict", "decision", "language", "intent", "escalated", "status")
+
+
+def filter_columns(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The record fields copied into the indexed filter columns (strings within the column's length)."""
+    decision, intent = record.get("decision"), record.get("intent")
+    return {
+        "decision": decision if isinstance(decision, str) and len(decision) <= 16 else None,
+        "intent": intent if isinstance(intent, str) and len(intent) <= 200 else None,
+        "escalated": record.get("escalation") is not None,
+    }
 
 
 class Base(DeclarativeBase):
@@ -44,6 +59,7 @@ class ResultRow(Base):
     __table_args__ = (
         UniqueConstraint("run_id", "sample_key", "repeat", name="uq_results_run_sample_repeat"),
         Index("ix_results_run_seq", "run_id", "seq"),
+        *(Index(f"ix_results_run_{name}", "run_id", name, "seq") for name in FILTER_FIELDS),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -57,6 +73,10 @@ class ResultRow(Base):
     verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)
     composite: Mapped[float | None] = mapped_column(Float, nullable=True)
     language: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    # Copied out of the record for the viewer's indexed filters (migration 0008); the record stays the source.
+    decision: Mapped[str | None] = mapped_column(String(16), nullable=True, default=None)
+    intent: Mapped[str | None] = mapped_column(RedactedId(200), nullable=True, default=None)  # dataset text
+    escalated: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     record: Mapped[dict[str, Any]] = mapped_column(RedactedJSON)  # masked with BQAS_REDACT_PII
     # The judgment's LLM attempts (replies, tokens, latency, cache hits; bqas.judging.exchange), for the
     # viewer's sample page; NULL without an LLM call. Masked like the record.
@@ -76,6 +96,7 @@ class SettledRow(Base):
     __table_args__ = (
         UniqueConstraint("run_id", "sample_key", name="uq_settled_run_sample"),
         Index("ix_settled_run_seq", "run_id", "seq"),
+        *(Index(f"ix_settled_results_run_{name}", "run_id", name, "seq") for name in FILTER_FIELDS),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -89,6 +110,9 @@ class SettledRow(Base):
     verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)
     composite: Mapped[float | None] = mapped_column(Float, nullable=True)
     language: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    decision: Mapped[str | None] = mapped_column(String(16), nullable=True, default=None)
+    intent: Mapped[str | None] = mapped_column(RedactedId(200), nullable=True, default=None)  # dataset text
+    escalated: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     repeats: Mapped[int] = mapped_column(Integer)
     straddles: Mapped[bool] = mapped_column(Boolean)
     tie: Mapped[bool] = mapped_column(Boolean)

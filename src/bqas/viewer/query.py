@@ -194,15 +194,15 @@ def _clauses(
         )
     if flt.verdict:
         where.append(T.verdict.is_(None) if flt.verdict == "none" else T.verdict == flt.verdict)
+    # decision, intent and escalated are indexed columns copied from the record (migration 0008).
     if flt.decision:
-        decision = rec["decision"].as_string()
-        where.append(decision.is_(None) if flt.decision == "none" else decision == flt.decision)
+        where.append(T.decision.is_(None) if flt.decision == "none" else T.decision == flt.decision)
     if flt.judge:
         where.append(T.judge == flt.judge)
     if flt.language:
         where.append(T.language == flt.language)
     if flt.intent:
-        where.append(rec["intent"].as_string() == flt.intent)
+        where.append(T.intent == flt.intent)
     if flt.tag:
         where.append(_tag_clause(store, flt.tag, T))
     if flt.dim:
@@ -215,8 +215,7 @@ def _clauses(
         if flt.dim_max is not None:
             where.append(value <= flt.dim_max)
     if flt.escalated is not None:
-        escalation = rec["escalation"].as_string()
-        where.append(escalation.is_not(None) if flt.escalated else escalation.is_(None))
+        where.append(T.escalated.is_(flt.escalated))
     if flt.unscored is not None:
         where.append(T.status == "unscored" if flt.unscored else T.status != "unscored")
     if flt.straddles is not None:
@@ -500,11 +499,11 @@ def paired_results(
 
 
 def distinct_values(store: Store, run_id: str, key: str, limit: int = 200, table: Table = ResultRow) -> Sequence[str]:
-    """Distinct string values of a top-level record field (intent) for a select box, bounded."""
-    value = _record(table)[key].as_string()
+    """Distinct values of a filter column (intent) for a select box, bounded (its (run, field) index)."""
+    column = {"intent": table.intent, "decision": table.decision, "language": table.language}[key]
     with store.session() as s:
         rows = s.scalars(
-            select(value).where(table.run_id == run_id, value.is_not(None)).distinct().order_by(value).limit(limit)
+            select(column).where(table.run_id == run_id, column.is_not(None)).distinct().order_by(column).limit(limit)
         ).all()
     return [str(v) for v in rows]
 
