@@ -337,3 +337,23 @@ def test_killed_driver_resumes_on_ray_without_redoing_or_duplicating(
         if sample.startswith("s"):
             assert not any(responses[sample] in a for a in asked_after), f"{sample} was judged again"
     assert (tmp_path / "o" / "report.html").is_file()
+
+
+@pytest.mark.ray
+def test_auto_joins_a_token_auth_cluster_of_this_host_by_ray_address(
+    tmp_path: Path, bqas_home: Path, cluster: str
+) -> None:
+    """A cluster ray.init starts has token auth on (the token in ~/.ray/auth_token); ``--ray auto`` with
+    RAY_ADDRESS joins it as ray.init does, and the address check before the run must authenticate too."""
+    path = _scenario(tmp_path, 2)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}  # a fresh shell: nothing set but the address
+    env.update(BQAS_HOME=str(bqas_home), RAY_ADDRESS=cluster)
+    cmd = [sys.executable, "-m", "bqas.cli.main", "run", str(path), "--no-progress", "--ray", "auto"]
+    done = subprocess.run([*cmd, "--out", str(tmp_path / "o")], env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "o" / "report.html").is_file()
+    if os.environ.get("RAY_AUTH_MODE") == "token":  # this cluster has token auth on (Ray's default)
+        # An explicit address never picks the token up by itself (as in ray.init): exit 2 saying so, at once.
+        bad = subprocess.run([*cmd[:-1], cluster], env=env, capture_output=True, text=True, timeout=120)
+        assert bad.returncode == 2, bad.stderr[-3000:]
+        assert f"error: --ray {cluster!r}: the Ray cluster at {cluster} requires its token" in bad.stderr

@@ -69,12 +69,23 @@ def check_address(address: str, source: str = "--ray") -> None:
     except OSError as exc:
         raise ScenarioError(f"{label}: nothing answers at {host}:{port} ({exc.strerror or exc})") from None
     if not client:  # the Ray client (ray://) speaks its own protocol; ray.init reports its errors quickly
-        _check_gcs(label, f"{host}:{port}" if ":" not in host else f"[{host}]:{port}")
+        _check_gcs(label, f"{host}:{port}" if ":" not in host else f"[{host}]:{port}", joined_by_auto=bool(origin))
 
 
-def _check_gcs(label: str, address: str) -> None:
-    """Ask the GCS at ``address`` for its cluster id, giving up after :data:`GCS_TIMEOUT_S`."""
+def _check_gcs(label: str, address: str, joined_by_auto: bool) -> None:
+    """Ask the GCS at ``address`` for its cluster id, giving up after :data:`GCS_TIMEOUT_S`.
+
+    Authenticated as ``ray.init`` will be: ``auto`` uses the token of ~/.ray/auth_token when there is
+    one (a cluster started by ``ray.init``/``ray start`` on this host has token auth on by default), an
+    explicit address only with ``RAY_AUTH_MODE=token``."""
     from ray._raylet import GcsClient  # type: ignore[attr-defined]  # internal (not in its stubs); ray.init uses it
+
+    if joined_by_auto:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+
+        maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
     outcome: list[Any] = []
 
@@ -94,4 +105,9 @@ def _check_gcs(label: str, address: str) -> None:
         )
     if isinstance(outcome[0], Exception):
         error = outcome[0]
+        if type(error).__name__ == "AuthenticationError":  # a Ray cluster, but one with token auth on
+            raise ScenarioError(
+                f"{label}: the Ray cluster at {address} requires its token: set RAY_AUTH_MODE=token and give "
+                "the token in ~/.ray/auth_token or RAY_AUTH_TOKEN (docs/ray.md)"
+            )
         raise ScenarioError(f"{label}: {address} is not a Ray cluster ({type(error).__name__}: {error})")
