@@ -154,3 +154,15 @@ def test_offline_and_failed_judgments_say_why_there_is_no_reply(
     assert attempt["reply"] is None and attempt["error"] and attempt["calls"] >= 1
     page = _page(store, run_id, result_id)
     assert 'class="warnbox attempt-error"' in page and "<b>down</b>" not in page
+
+
+def test_the_page_says_why_a_result_has_no_exchange() -> None:
+    """Invalid samples, RAGAS metrics (their calls happen inside ragas) and results stored before the
+    exchange was kept each get their own sentence, never an empty card."""
+    invalid = exchange_view({"status": "invalid", "llm_calls": 0}, None, {}).note
+    assert invalid is not None and "invalid" in invalid
+    ragas = exchange_view({"judge": "ragas", "status": "scored", "llm_calls": 2}, None, {}).note
+    assert ragas is not None and ragas.startswith("RAGAS metric")
+    old = exchange_view({"judge": "voice", "backend": "llm", "llm_calls": 1}, None, {}).note
+    assert old is not None and "not stored" in old
+    assert exchange_view({"judge": "voice", "backend": "offline"}, {"attempts": []}, {}).note == OFFLINE_DECIDED

@@ -59,6 +59,8 @@ def _registry() -> JudgeRegistry:
 def _no_call_note(record: Mapping[str, Any]) -> str:
     if record.get("status") == "invalid":
         return "no LLM call (the sample is invalid)"
+    if record.get("judge") == "ragas":  # its calls are made inside the ragas library
+        return "RAGAS metric: its LLM calls are made inside ragas and not stored (tokens and latency above)"
     if record.get("backend") == "offline" or record.get("decided_by") == "offline":
         return OFFLINE_DECIDED
     if record.get("llm_calls"):
