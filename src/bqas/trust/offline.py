@@ -15,7 +15,6 @@ regression over standardised features (:mod:`bqas.trust.features`) followed by P
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bqas.judging.result import TierConfidence
+from bqas.offline.logistic import StandardisedLinear, sigmoid
 
 if TYPE_CHECKING:
     from bqas.judging.result import DimensionProvenance
@@ -71,48 +71,37 @@ class LogisticModel:
 
     id: str
     judge: str
-    features: tuple[str, ...]
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    coef: tuple[float, ...]
-    intercept: float
+    linear: StandardisedLinear
     platt_a: float
     platt_b: float
     # Evidence the training data never showed (e.g. e-mail addresses for a model fitted on person names):
     # when any of these features is non-zero the model does not answer (p_reject null with the reason).
     requires_zero: tuple[str, ...] = ()
 
+    @property
+    def features(self) -> tuple[str, ...]:
+        """The features the model uses, in coefficient order."""
+        return self.linear.features
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str) -> LogisticModel:
         if data.get("format") != MODEL_FORMAT:
             raise ValueError(f"{where}: format: expected {MODEL_FORMAT!r}, got {data.get('format')!r}")
         try:
-            feats = tuple(str(f) for f in data["features"])
-            model = cls(
+            return cls(
                 id=str(data["id"]),
                 judge=str(data["judge"]),
-                features=feats,
-                mean=tuple(float(v) for v in data["mean"]),
-                scale=tuple(float(v) for v in data["scale"]),
-                coef=tuple(float(v) for v in data["coef"]),
-                intercept=float(data["intercept"]),
+                linear=StandardisedLinear.from_json(data, where),
                 platt_a=float(data["platt"]["a"]),
                 platt_b=float(data["platt"]["b"]),
                 requires_zero=tuple(str(f) for f in data.get("requires_zero") or ()),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{where}: not a p_reject model: {exc!r}") from None
-        if not len(feats) == len(model.mean) == len(model.scale) == len(model.coef):
-            raise ValueError(f"{where}: features, mean, scale and coef differ in length")
-        return model
 
     def predict(self, features: Mapping[str, float]) -> float:
         """p_reject for one feature dict (absent features count as 0). Pure Python: a few microseconds."""
-        z = self.intercept
-        for name, mu, sd, w in zip(self.features, self.mean, self.scale, self.coef, strict=True):
-            z += w * (features.get(name, 0.0) - mu) / sd
-        t = self.platt_a * z + self.platt_b
-        return 1.0 / (1.0 + math.exp(-t)) if t > -700 else 0.0
+        return sigmoid(self.platt_a * self.linear.logit_of(features) + self.platt_b)
 
 
 @cache
