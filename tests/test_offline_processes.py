@@ -307,3 +307,40 @@ def test_the_service_judges_in_worker_processes(
     (record,) = r.json()
     assert record["status"] == "scored" and record["verdict"] != "production_ready"
     assert mode == "processes"
+
+
+OWNER = """
+import asyncio, os, sys
+from bqas.judging.engine import EngineOptions, JudgeEngine
+from bqas.judging.spec import default_registry
+
+async def main() -> None:
+    engine = JudgeEngine(default_registry(), options=EngineOptions(backend="offline"))
+    await engine.dispatch.prepare()
+    assert engine.dispatch.mode == "processes" and engine.dispatch._pool is not None
+    print(" ".join(map(str, engine.dispatch._pool.pids())), flush=True)
+    os._exit(0)  # as if killed: no atexit, no pool shutdown
+
+if __name__ == "__main__":
+    asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_workers_end_when_their_owner_dies(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from bqas.judging.procpool import process_alive
+
+    script = tmp_path / "owner.py"
+    script.write_text(OWNER, encoding="utf-8")
+    env = {**os.environ, "BQAS_OFFLINE_POOL": "processes", "BQAS_OFFLINE_WORKERS": "2", "BQAS_EMBEDDER": "hashing"}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2, out.stderr
+    # Before: both workers (and their fork server) stayed behind for good. Now each notices within seconds.
+    deadline = time.monotonic() + 60
+    while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(process_alive(p) for p in pids)

@@ -21,8 +21,10 @@ import os
 import pickle
 import signal
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bqas.logs import get_logger
@@ -51,7 +53,34 @@ def bqas_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith("BQAS_")}
 
 
-def _init_worker(factory: EmbedderFactory, env: dict[str, str], barrier: Any, probe_barrier: Any) -> None:
+def _watch_owner(owner: int, every: float) -> None:
+    """End this worker when the process that owns the pool is gone.
+
+    A worker's parent is the fork server, not the owner, and the pool's queues keep both pipe ends open in
+    the worker, so nothing else tells it: measured, every `bqas serve` stopped with SIGTERM left its fork
+    server and both workers (models loaded) behind."""
+    while True:
+        time.sleep(every)
+        if not process_alive(owner):
+            os._exit(0)
+
+
+def process_alive(pid: int) -> bool:
+    """Is ``pid`` a running process? A zombie (dead, not yet reaped by its parent) counts as gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # the pid now belongs to another user's process: the owner is gone
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):  # no /proc (macOS): the signal check above is all there is
+        return True
+    return state not in ("Z", "X")
+
+
+def _init_worker(factory: EmbedderFactory, env: dict[str, str], barrier: Any, probe_barrier: Any, owner: int) -> None:
     """Initializer of each worker: take the parent's settings, load the methods and the model, then wait
     for the other workers.
 
@@ -62,6 +91,7 @@ def _init_worker(factory: EmbedderFactory, env: dict[str, str], barrier: Any, pr
     # Ctrl-C goes to the whole process group: the parent shuts the pool down, the workers must not print
     # a traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_owner, args=(owner, 1.0), name="bqas-owner-watch", daemon=True).start()
     for name in [k for k in os.environ if k.startswith("BQAS_") and k not in env]:
         del os.environ[name]
     os.environ.update(env)
@@ -117,7 +147,10 @@ class OfflineProcessPool:
         barriers = (ctx.Barrier(workers), ctx.Barrier(workers))
         env = bqas_environment() if env is None else env
         self._executor = ProcessPoolExecutor(
-            max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(factory, env, *barriers)
+            max_workers=workers,
+            mp_context=ctx,
+            initializer=_init_worker,
+            initargs=(factory, env, *barriers, os.getpid()),
         )
         # One probe per worker: submitting them spawns all workers now (they start in parallel).
         self._probes: list[Future[tuple[int, float]]] = [self._executor.submit(_worker_ready) for _ in range(workers)]

@@ -239,6 +239,9 @@ def create_app(
             if state.feed is not None:
                 await state.feed.close()
             await scorer.aclose()
+            from bqas.judging.dispatch import shutdown_pools
+
+            shutdown_pools()  # the offline tier's worker processes end with the server
 
     url = public_url or service.public_url
     # Swagger UI (/docs) and ReDoc (/redoc) with their assets served from the fastapi-offline package
