@@ -60,25 +60,49 @@ def _key(record: Mapping[str, Any]) -> str:
     return f"{record.get('sample_id') or record.get('response_id')}::{record.get('judge')}"
 
 
-def bootstrap_ci(diffs: list[float], *, confidence: float = 0.95, seed: int = 0) -> tuple[float | None, float | None]:
-    """Percentile bootstrap CI of the mean paired difference (scipy); None when it is undefined."""
+# Resampling a mean only needs how often each value is drawn. Where few distinct values occur (scores on a
+# 0-100 scale, verdict ranks) a multinomial draw over them is the same bootstrap at a fraction of the cost;
+# otherwise indices are drawn in chunks that stay within a few MB.
+_MULTINOMIAL_MAX_VALUES = 2048
+_CHUNK_CELLS = 4_000_000
+
+
+def _bootstrap_means(data: Any, n_resamples: int, rng: Any) -> Any:
+    """Means of ``n_resamples`` resamples (with replacement, of size len(data)) of ``data``."""
+    import numpy as np
+
+    n = len(data)
+    values, counts = np.unique(data, return_counts=True)
+    if len(values) <= max(_MULTINOMIAL_MAX_VALUES, n // 8):
+        draws = rng.multinomial(n, counts / n, size=n_resamples)
+        return (draws @ values) / n
+    means = np.empty(n_resamples)
+    step = max(1, _CHUNK_CELLS // n)
+    for start in range(0, n_resamples, step):
+        stop = min(n_resamples, start + step)
+        means[start:stop] = data[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
+    return means
+
+
+def bootstrap_ci(
+    diffs: list[float], *, confidence: float = 0.95, seed: int = 0, n_resamples: int = 2000
+) -> tuple[float | None, float | None]:
+    """Percentile bootstrap CI of the mean paired difference (2,000 seeded resamples); None when undefined.
+
+    The same percentile bootstrap as ``scipy.stats.bootstrap(method="percentile")``, drawn with numpy so that
+    100,000 pairs take well under a second instead of tens of seconds.
+    """
     if len(diffs) < 2:
         return None, None
     import numpy as np
-    from scipy.stats import bootstrap
 
     data = np.asarray(diffs, dtype=float)
     if np.all(data == data[0]):
         return float(data[0]), float(data[0])
-    res = bootstrap(
-        (data,),
-        np.mean,
-        confidence_level=confidence,
-        n_resamples=2000,
-        method="percentile",
-        random_state=np.random.default_rng(seed),
-    )
-    return round(float(res.confidence_interval.low), 4), round(float(res.confidence_interval.high), 4)
+    means = _bootstrap_means(data, n_resamples, np.random.default_rng(seed))
+    alpha = (1 - confidence) / 2
+    low, high = np.percentile(means, [100 * alpha, 100 * (1 - alpha)])
+    return round(float(low), 4), round(float(high), 4)
 
 
 def compare_runs(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]) -> Comparison:
