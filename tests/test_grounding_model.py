@@ -219,30 +219,3 @@ def test_chinese_novelty_uses_character_bigrams() -> None:
     added = unfaithful_probability("莱茵瀑布高23米，由拿破仑发现。", facts, OfflineContext(language="zh"))
     assert isinstance(same, GroundingProbability) and isinstance(added, GroundingProbability)
     assert same.features["novel_share_q"] == 0.0 and added.features["novel_run_max"] > 0
-
-
-def test_llm_like_perturbations_generalise_misattribute_and_add_detail() -> None:
-    """The perturbation kinds that look like LLM inventions, in English, German and Chinese."""
-    import random
-
-    assert gd._generalise("Some visitors may stay longer.", "en") == "All visitors may stay longer."
-    assert gd._generalise("Einige Schüler kommen oft zu spät.", "de") == "Alle Schüler kommen oft zu spät."
-    assert gd._generalise("他可能会来。", "zh") == "他一定会来。"
-    assert gd._generalise("The falls are 23 metres high.", "en") is None
-    rng = random.Random(1)
-    passage = "The plan was made by Anna Weber. It was signed by Carl Brandt in the end."
-    assert (
-        gd._misattribute("The plan was made by Anna Weber.", passage, rng, "en") == "The plan was made by Carl Brandt."
-    )
-    assert gd._misattribute("The plan was made by Anna Weber.", "The plan was made by Anna Weber.", rng, "en") is None
-    detail = gd._add_detail("桥梁通车了。", ["上海"], [], rng, "zh")
-    assert detail is not None and "上海" in detail and detail.startswith("桥梁通车了")
-    assert gd._add_detail("The bridge opened.", [], [], rng, "en") is None
-    passages = [
-        ("Many visitors come in summer. The museum was founded by Anna Weber and later run by Carl Brandt.", "en"),
-        ("The old bridge was opened in 1889 by the mayor. It often floods in spring.", "en"),
-        ("Einige Räume sind oft geschlossen. Die Bibliothek wurde von Maria Huber gegründet.", "de"),
-    ]
-    kinds = gd.synthesize(passages, "t", seed=2, per_passage=12)
-    unfaithful = [e.answer for e in kinds if e.label == 1]
-    assert any(a.startswith(("All visitors", "Alle Räume")) or " always " in a for a in unfaithful)

@@ -54,7 +54,7 @@ MIN_GAIN = 0.001
 MAX_FEATURES = 10
 #: Version of this recipe (features + selection), part of the default model id: a model refitted the
 #: same day with another recipe must not share an id (calibration profiles are keyed by it).
-RECIPE = 3
+RECIPE = 2
 _KNOTS = 65
 
 
