@@ -194,28 +194,3 @@ def test_retrain_command_is_reproducible_on_a_tiny_fixture(tmp_path: Path) -> No
     assert "memerag" not in json.dumps(model.card["training_counts"])
     missing = runner.invoke(app, ["grounding-model", "train", "--data", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "not a folder" in missing.output
-
-
-def _features(answer: str, query: str = "") -> dict[str, float]:
-    return _prob(answer, query=query).features
-
-
-def test_restating_the_question_is_not_novelty_but_an_added_phrase_is() -> None:
-    """Query-aware novelty: words of the question are not inventions; a run of new words (an added
-    detail) is measured as a run, scattered single words are not."""
-    restated = _features("The Rhine Falls in northern Switzerland are 23 metres high.", "How tall is the waterfall?")
-    asked = _features("The waterfall is tall: the Rhine Falls are 23 metres high.", "How tall is the waterfall?")
-    assert asked["novel_share"] > 0 and asked["novel_share_q"] < asked["novel_share"]
-    assert restated["novel_run_max"] == 0.0 and restated["novel_runs"] == 0.0
-    added = _features("The Rhine Falls are 23 metres high and popular with Japanese honeymoon photographers.")
-    assert added["novel_run_max"] >= math.log1p(4) and added["novel_runs"] > 0 and added["weak_claims"] > 0
-    assert _features("The Rhine Falls are 23 metres high, 150 metres wide and 4711 years old.")["novel_digits"] > 0
-    assert _features(GROUNDED)["novel_digits"] == 0.0
-
-
-def test_chinese_novelty_uses_character_bigrams() -> None:
-    facts = ["莱茵瀑布位于瑞士北部。瀑布高23米，宽150米。"]
-    same = unfaithful_probability("莱茵瀑布高23米。", facts, OfflineContext(language="zh"), "莱茵瀑布有多高？")
-    added = unfaithful_probability("莱茵瀑布高23米，由拿破仑发现。", facts, OfflineContext(language="zh"))
-    assert isinstance(same, GroundingProbability) and isinstance(added, GroundingProbability)
-    assert same.features["novel_share_q"] == 0.0 and added.features["novel_run_max"] > 0

@@ -10,7 +10,7 @@ Loaders turn the shared datasets (``../shared/datasets``, see its README) into :
   models"). :func:`load_training` refuses it.
 
 HaluEval (``hallucination_en``, MIT) has no reference text, so no grounding feature can be computed on it;
-it is not trained on (:func:`load_halueval` loads it for the benchmark, which shows it as unscored).
+it is not loaded.
 """
 
 from __future__ import annotations
@@ -96,14 +96,6 @@ def load_memerag(path: Path, language: str | None = None) -> list[Example]:
         label = 0 if r["faithful"] else 1
         out.append(Example(r["answer"], tuple(r["contexts"]), r["question"], label, f"memerag-{r['lang']}", r["lang"]))
     return out
-
-
-def load_halueval(path: Path) -> list[Example]:
-    """HaluEval general (MIT): open chat answers with a hallucinated label and *no* facts (so the learned
-    scorer leaves every one unscored; the benchmark shows that rather than skipping the set)."""
-    return [
-        Example(r["answer"], (), r["question"], int(bool(r["hallucinated"])), "halueval", "en") for r in _rows(path)
-    ]
 
 
 #: Trainable datasets: file name -> loader. MEMERAG, XNLI and OCNLI are deliberately absent.
