@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from bqas.review.categories import categories_of
 from bqas.review.queue import ItemFilter, dismiss_item, get_item, list_items, submit_review
 from bqas.review.tables import Alert, ReviewItem
 from bqas.store.db import Store, open_store
+from pg_support import fresh_postgres_database
 from test_review_support import VOICE_INPUTS, Receiver, voice_record
 
 PG_URL = os.environ.get("BQAS_TEST_POSTGRES_URL")
@@ -46,21 +46,12 @@ def store(request: pytest.FixtureRequest, bqas_home: Path) -> Iterator[Store]:
     if request.param == "sqlite":
         yield open_store()
         return
-    import sqlalchemy as sa
-
-    assert PG_URL is not None
-    name = f"bqas_review_{secrets.token_hex(4)}"
-    admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"CREATE DATABASE {name}"))
-    store = open_store(PG_URL.rsplit("/", 1)[0] + "/" + name)
-    try:
-        yield store
-    finally:
-        store.engine.dispose()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE {name} WITH (FORCE)"))
-        admin.dispose()
+    with fresh_postgres_database("bqas_review") as url:
+        store = open_store(url)
+        try:
+            yield store
+        finally:
+            store.engine.dispose()
 
 
 def _settings(**kw: object) -> ReviewSettings:

@@ -4,16 +4,15 @@ advisory lock and find the schema current (before, two concurrent ``alembic upgr
 from __future__ import annotations
 
 import os
-import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import text
 
 from bqas.store.db import open_store
+from pg_support import fresh_postgres_database
 
 PG_URL = os.environ.get("BQAS_TEST_POSTGRES_URL")
 pytestmark = pytest.mark.skipif(not PG_URL, reason="no PostgreSQL (CI starts one with scripts/ci-postgres.sh)")
@@ -22,17 +21,8 @@ OPEN = "import sys; from bqas.store.db import open_store; open_store(sys.argv[1]
 
 @pytest.fixture
 def fresh_db() -> Iterator[str]:
-    assert PG_URL is not None
-    name = f"bqas_race_{secrets.token_hex(4)}"
-    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with fresh_postgres_database("bqas_race") as url:
+        yield url
 
 
 @pytest.mark.timeout(120)

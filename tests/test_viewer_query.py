@@ -24,6 +24,7 @@ from bqas.viewer.query import (
     run_facets,
     tag_breakdown,
 )
+from pg_support import fresh_postgres_database
 from viewer_runs import HOSTILE, make_run, record
 
 PG_URL = os.environ.get("BQAS_TEST_POSTGRES_URL")
@@ -235,20 +236,8 @@ def _fresh_database(kind: str, tmp_path: Path) -> Iterator[str]:
     if kind == "sqlite":
         yield f"sqlite:///{tmp_path / 'm.sqlite'}"
         return
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    assert PG_URL is not None
-    name = f"bqas_mig_{os.getpid()}_{random.randrange(10**6)}"
-    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with fresh_postgres_database("bqas_mig") as url:
+        yield url
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
