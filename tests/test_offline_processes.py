@@ -344,3 +344,48 @@ def test_workers_end_when_their_owner_dies(tmp_path: Path) -> None:
     while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not any(process_alive(p) for p in pids)
+
+
+def test_bqas_serve_stops_without_leaking_the_pools_semaphores(tmp_path: Path) -> None:
+    """SIGTERM: uvicorn shuts the app down, then raises the signal again with the default handler, so the
+    process dies before any finalizer runs. The pool was shut down without waiting, so its executor still
+    held its queues (5 semaphores) and the resource tracker warned "There appear to be 5 leaked semaphore
+    objects". Now the shutdown joins the workers and the executor lets go of its queues first."""
+    import socket
+    import subprocess
+    import sys
+
+    import httpx
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    env = {
+        **os.environ,
+        "BQAS_HOME": str(tmp_path / "home"),
+        "BQAS_OFFLINE_POOL": "auto",  # a server asks for worker processes
+        "BQAS_OFFLINE_WORKERS": "2",
+        "BQAS_EMBEDDER": "hashing",
+    }
+    cmd = [sys.executable, "-m", "bqas.cli.main", "serve", "--port", str(port), "--log-level", "warning"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "models never became ready"
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).json().get("models") == "ready":
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        # Waits for the end of stderr: the resource tracker (a child of the server) writes its warning there
+        # when it exits, after the server.
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "leaked semaphore" not in stderr, stderr
+    assert proc.returncode == -signal.SIGTERM, stderr  # uvicorn's way: the process still says SIGTERM ended it

@@ -47,12 +47,13 @@ def shared_pool(judge: OfflineJudge) -> OfflineProcessPool:
 
 
 def shutdown_pools() -> None:
-    """Stop every worker process of the offline tier (tests; a process exits without it too)."""
+    """Stop every worker process of the offline tier and wait until they have exited (``bqas serve`` at
+    shutdown, the end of a run, tests)."""
     with _POOLS_LOCK:
         pools = list(_POOLS.values())
         _POOLS.clear()
     for pool in pools:
-        pool.shutdown()
+        pool.shutdown(wait=True)
 
 
 def process_capable(judge: OfflineJudge) -> str | None:

@@ -204,6 +204,6 @@ class OfflineProcessPool:
             None if only is None else tuple(only),
         )
 
-    def shutdown(self) -> None:
-        """Stop the workers (pending calls are cancelled)."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+    def shutdown(self, *, wait: bool = False) -> None:
+        """Stop the workers (pending calls are cancelled); ``wait``: until they have exited."""
+        self._executor.shutdown(wait=wait, cancel_futures=True)
