@@ -117,6 +117,52 @@ def test_expired_lease_is_reclaimed_and_the_old_worker_loses_it(db_url: str) -> 
     assert view is not None and view.done == 2
 
 
+def test_a_worker_does_not_reclaim_its_own_job_when_its_heartbeat_is_late(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a loaded machine the heartbeat can come after the lease ran out. Before, the same worker's loop
+    (a slot free) claimed the job again and scored every turn a second time next to the first copy, whose
+    heartbeat, renewing as the same owner, kept going: 3 claims instead of 2 in test_service_restart."""
+    import bqas.service.worker as worker_module
+
+    store = open_store(db_url)
+    (job_id,) = _queue_sessions(store, "late", 1, 4)
+    real_renew = worker_module.renew_lease
+
+    def late_renew(*args: Any) -> bool:
+        time.sleep(0.8)  # in the heartbeat's thread: the lease (0.3 s) runs out meanwhile
+        return bool(real_renew(*args))
+
+    monkeypatch.setattr(worker_module, "renew_lease", late_renew)
+    settings = Settings(home=tmp_path / "home", llm_cache=False)
+    service = ServiceSettings(worker_concurrency=2, job_poll_seconds=0.02, job_lease_seconds=0.3, turn_concurrency=1)
+    calls: list[str] = []
+
+    class SlowScorer(Scorer):
+        async def score(self, call: Any) -> Any:
+            calls.append(call.response_id)
+            await asyncio.sleep(0.3)  # 4 turns: 1.2 s, four times the lease
+            return await super().score(call)
+
+    async def run_until_done() -> JobWorker:
+        worker = JobWorker(open_store(db_url), SlowScorer(settings, service), service, name="w")
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        deadline = time.time() + 30
+        while (view := get_job(store, job_id)) is not None and view.status != "done" and time.time() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # a second copy, if any, would still be scoring
+        stop.set()
+        await task
+        return worker
+
+    worker = asyncio.run(run_until_done())
+    job = get_job(store, job_id)
+    assert job is not None and job.status == "done" and job.done == 4
+    assert job.claims == 1 and worker.processed == [job_id]
+    assert len(calls) == 4  # each turn scored once
+
+
 def test_two_workers_share_the_queue_without_overlap(db_url: str, tmp_path: Path) -> None:
     store = open_store(db_url)
     ids = _queue_sessions(store, "pair", 16, 3)

@@ -65,6 +65,7 @@ class JobWorker:
         self.name = name or worker_name()
         self._wake = asyncio.Event()
         self.processed: list[str] = []  # job ids this worker finished (for tests and logs)
+        self._active: set[str] = set()  # job ids being processed now: never claimed a second time here
 
     def wake(self) -> None:
         """Look for work now (called after a submission in the same process)."""
@@ -84,6 +85,7 @@ class JobWorker:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), self.service.job_poll_seconds)
                     continue
+                self._active.add(job.id)  # before the next claim; _guarded lets go of it
                 task = asyncio.create_task(self._guarded(job, slots))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
@@ -104,7 +106,9 @@ class JobWorker:
 
     async def _claim(self) -> JobView | None:
         try:
-            return await asyncio.to_thread(claim_job, self.store, self.name, self.service.job_lease_seconds)
+            return await asyncio.to_thread(
+                claim_job, self.store, self.name, self.service.job_lease_seconds, tuple(self._active)
+            )
         except Exception:  # a database hiccup must not kill the loop; try again at the next poll
             log.exception("claiming a job failed")
             return None
@@ -115,6 +119,7 @@ class JobWorker:
         except Exception:
             log.exception("job %s crashed", job.id)
         finally:
+            self._active.discard(job.id)
             slots.release()
 
     async def process(self, job: JobView) -> None:

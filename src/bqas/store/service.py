@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,6 +28,7 @@ from sqlalchemy import (
     Integer,
     String,
     UniqueConstraint,
+    and_,
     func,
     or_,
     select,
@@ -227,14 +228,19 @@ def _claimable(at: float) -> Any:
     return or_(Job.status == "queued", (Job.status == "running") & (Job.lease_until < at))
 
 
-def claim_job(store: Store, worker: str, lease_seconds: float) -> JobView | None:
-    """Claim the oldest queued job (or one whose lease expired) for ``worker``; None when there is none."""
+def claim_job(store: Store, worker: str, lease_seconds: float, exclude: Collection[str] = ()) -> JobView | None:
+    """Claim the oldest queued job (or one whose lease expired) for ``worker``; None when there is none.
+
+    ``exclude``: the jobs ``worker`` is still working on. Their lease may have run out while it stalled
+    (its heartbeat late on a loaded machine); claiming one of them again would start a second copy of the
+    same work in the same worker, and its heartbeat, still the owner's, would keep both alive."""
     at = time.time()
     until = at + lease_seconds
+    claimable = _claimable(at) if not exclude else and_(_claimable(at), Job.id.not_in(list(exclude)))
     if store.dialect == "postgresql":
         with store.session.begin() as s:
             job = s.scalars(
-                select(Job).where(_claimable(at)).order_by(Job.created_at).limit(1).with_for_update(skip_locked=True)
+                select(Job).where(claimable).order_by(Job.created_at).limit(1).with_for_update(skip_locked=True)
             ).first()
             if job is None:
                 return None
@@ -244,10 +250,10 @@ def claim_job(store: Store, worker: str, lease_seconds: float) -> JobView | None
             return _view(job)
     # SQLite: one statement; the WHERE is re-checked under SQLite's write lock, so two claimers never win
     # the same row.
-    oldest = select(Job.id).where(_claimable(at)).order_by(Job.created_at).limit(1).scalar_subquery()
+    oldest = select(Job.id).where(claimable).order_by(Job.created_at).limit(1).scalar_subquery()
     stmt = (
         update(Job)
-        .where(Job.id == oldest, _claimable(at))
+        .where(Job.id == oldest, claimable)
         .values(status="running", lease_owner=worker, lease_until=until, claims=Job.claims + 1, updated_at=now())
         .returning(Job.id)
     )
