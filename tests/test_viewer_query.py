@@ -3,6 +3,7 @@ reading of the same records, on SQLite and (when BQAS_TEST_POSTGRES_URL is set) 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -11,10 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import delete
 
 from bqas.store.db import Store, open_store
-from bqas.store.models import Run
 from bqas.viewer.query import (
     RunFilter,
     composite_histogram,
@@ -37,17 +36,19 @@ N = 600
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    url = f"sqlite:///{tmp_path / 'v.sqlite'}" if request.param == "sqlite" else PG_URL
-    assert url is not None
-    st = open_store(url)
-    with st.session.begin() as s:
-        s.execute(delete(Run).where(Run.id.in_(["vq-a", "vq-b"])))  # a reused PostgreSQL test database
-    make_run(st, "vq-a", N, seed=1)
-    make_run(st, "vq-b", N, seed=2, shift=-6.0)
-    yield st
-    with st.session.begin() as s:
-        s.execute(delete(Run).where(Run.id.in_(["vq-a", "vq-b"])))
-    st.engine.dispose()
+    with contextlib.ExitStack() as stack:
+        # PostgreSQL: a database of this test's own, so that tests running at once under xdist do not
+        # delete or add to each other's runs (the fixed run ids below).
+        url = (
+            f"sqlite:///{tmp_path / 'v.sqlite'}"
+            if request.param == "sqlite"
+            else stack.enter_context(fresh_postgres_database("bqas_vq"))
+        )
+        st = open_store(url)
+        stack.callback(st.engine.dispose)
+        make_run(st, "vq-a", N, seed=1)
+        make_run(st, "vq-b", N, seed=2, shift=-6.0)
+        yield st
 
 
 def _records(seed: int, shift: float = 0.0) -> list[dict[str, Any]]:
@@ -194,41 +195,35 @@ def test_settled_samples_list_filter_and_count_per_sample(store: Store) -> None:
     from bqas.runner.settled import write_settled
     from bqas.store.models import SettledRow
 
-    with store.session.begin() as s:
-        s.execute(delete(Run).where(Run.id.in_(["vq-rep", "vq-rep2"])))
     canonical = _repeated_run(store, "vq-rep")
     _repeated_run(store, "vq-rep2")
-    try:
-        assert write_settled(store, "vq-rep") == 120 and write_settled(store, "vq-rep2") == 120
-        assert write_settled(store, "vq-rep") == 120  # rewritten, not added to
-        cases: list[tuple[dict[str, str], Any]] = [
-            ({}, lambda r: True),
-            ({"verdict": "failed"}, lambda r: r["verdict"] == "failed"),
-            ({"straddles": "yes"}, lambda r: r["repeats"]["straddles"]),
-            ({"straddles": "no", "language": "zh"}, lambda r: not r["repeats"]["straddles"] and r["language"] == "zh"),
-            ({"tag": "regression"}, lambda r: "regression" in r["tags"]),
-            ({"unscored": "yes"}, lambda r: r["status"] == "unscored"),
-        ]
-        assert any(r["repeats"]["straddles"] for r in canonical) and any(r["repeats"]["tie"] for r in canonical)
-        for params, pred in cases:
-            flt, _ = parse_run_filter(params)
-            rows, total = list_results(store, "vq-rep", flt, size=500, table=SettledRow)
-            want = [r["sample_id"] for r in canonical if pred(r)]
-            assert [r.sample_id for r in rows] == want and total == len(want), params
-            assert all(r.repeats == 3 for r in rows)
-        rows, _ = list_results(store, "vq-rep", RunFilter(), size=500, table=SettledRow)
-        by_id = {r["sample_id"]: r for r in canonical}
-        for row in rows:  # the canonical verdict, the spread and the straddle flag of settle()
-            info = by_id[row.sample_id]["repeats"]
-            assert row.verdict == by_id[row.sample_id]["verdict"] and row.straddles == info["straddles"]
-            assert row.spread == info["composite"]["std"]
-        tags = {t["tag"]: t["n"] for t in tag_breakdown(store, "vq-rep", table=SettledRow)}
-        assert tags["regression"] == sum(1 for r in canonical if "regression" in r["tags"])  # samples, not repeats
-        pairs, total = paired_results(store, "vq-rep", "vq-rep2", size=500, tables=(SettledRow, SettledRow))
-        assert total == 120 and len({p.sample_key for p in pairs}) == 120
-    finally:
-        with store.session.begin() as s:
-            s.execute(delete(Run).where(Run.id.in_(["vq-rep", "vq-rep2"])))
+    assert write_settled(store, "vq-rep") == 120 and write_settled(store, "vq-rep2") == 120
+    assert write_settled(store, "vq-rep") == 120  # rewritten, not added to
+    cases: list[tuple[dict[str, str], Any]] = [
+        ({}, lambda r: True),
+        ({"verdict": "failed"}, lambda r: r["verdict"] == "failed"),
+        ({"straddles": "yes"}, lambda r: r["repeats"]["straddles"]),
+        ({"straddles": "no", "language": "zh"}, lambda r: not r["repeats"]["straddles"] and r["language"] == "zh"),
+        ({"tag": "regression"}, lambda r: "regression" in r["tags"]),
+        ({"unscored": "yes"}, lambda r: r["status"] == "unscored"),
+    ]
+    assert any(r["repeats"]["straddles"] for r in canonical) and any(r["repeats"]["tie"] for r in canonical)
+    for params, pred in cases:
+        flt, _ = parse_run_filter(params)
+        rows, total = list_results(store, "vq-rep", flt, size=500, table=SettledRow)
+        want = [r["sample_id"] for r in canonical if pred(r)]
+        assert [r.sample_id for r in rows] == want and total == len(want), params
+        assert all(r.repeats == 3 for r in rows)
+    rows, _ = list_results(store, "vq-rep", RunFilter(), size=500, table=SettledRow)
+    by_id = {r["sample_id"]: r for r in canonical}
+    for row in rows:  # the canonical verdict, the spread and the straddle flag of settle()
+        info = by_id[row.sample_id]["repeats"]
+        assert row.verdict == by_id[row.sample_id]["verdict"] and row.straddles == info["straddles"]
+        assert row.spread == info["composite"]["std"]
+    tags = {t["tag"]: t["n"] for t in tag_breakdown(store, "vq-rep", table=SettledRow)}
+    assert tags["regression"] == sum(1 for r in canonical if "regression" in r["tags"])  # samples, not repeats
+    pairs, total = paired_results(store, "vq-rep", "vq-rep2", size=500, tables=(SettledRow, SettledRow))
+    assert total == 120 and len({p.sample_key for p in pairs}) == 120
 
 
 def _fresh_database(kind: str, tmp_path: Path) -> Iterator[str]:
