@@ -79,6 +79,21 @@ class EngineOptions:
 # Offline methods that make up the deterministic safety gate (safety is checked first, whatever the backend).
 SAFETY_METHODS: frozenset[str] = frozenset({"safety_gate", "pii_gate"})
 
+#: Beside the LLM alone, the safety gate of inputs up to this many characters runs on the event loop (at
+#: most a few milliseconds); longer inputs go to a worker thread (see :meth:`JudgeEngine.evaluate`).
+INLINE_GATE_CHARS = 1_000
+
+
+def _text_chars(values: Mapping[str, Any]) -> int:
+    """The characters of a judgment's input texts (lists of texts summed)."""
+    total = 0
+    for value in values.values():
+        if isinstance(value, str):
+            total += len(value)
+        elif isinstance(value, list):
+            total += sum(len(v) for v in value)
+    return total
+
 
 def check_inputs(spec: JudgeSpec, sample: Mapping[str, Any]) -> dict[str, Any]:
     """The judge's input values from a sample; raise :class:`InvalidSample` naming the field at fault."""
@@ -170,7 +185,8 @@ class JudgeEngine:
         offline_dims: dict[str, DimensionProvenance] = {}
         notes: list[str] = []
         gate_on = self.options.safety_gate
-        if any(b.method in SAFETY_METHODS for b in spec.offline.values()):
+        has_gate = any(b.method in SAFETY_METHODS for b in spec.offline.values())
+        if has_gate:
             result.safety_gate = "checked" if gate_on else "off"
             if not gate_on:
                 result.warnings.append(
@@ -198,11 +214,15 @@ class JudgeEngine:
             result.confidence["offline"] = offline_conf
             result.backend = "offline"
         gate: asyncio.Future[TierOutput] | None = None
-        if not use_offline and gate_on:
+        gate_inline = False
+        if not use_offline and gate_on and has_gate:
             # LLM alone: the deterministic gate still runs, and a failure it finds stands (see _combine). It
-            # runs in the pool while the LLM request is out, instead of holding the request back until done.
-            # Cheap rules: always a worker thread, without the embedding model or worker processes.
-            gate = submit_cpu(offline_tier, self.offline, spec, values, lang, only=SAFETY_METHODS)
+            # never holds the request back: short texts (voice turns) are checked on the loop once the reply
+            # is in (about 0.15 ms, less than the thread hop and GIL hand-over it cost per sample); longer
+            # ones run in a worker thread while the request is out (the rules cost ~5 us per character).
+            gate_inline = _text_chars(values) <= INLINE_GATE_CHARS
+            if not gate_inline:
+                gate = submit_cpu(offline_tier, self.offline, spec, values, lang, only=SAFETY_METHODS)
         if use_llm and use_offline and profile is not None and self._offline_decides(profile, result):
             use_llm = False  # the offline tier is certified to decide this one: no LLM call
         try:
@@ -217,6 +237,8 @@ class JudgeEngine:
         finally:
             if gate is not None and not gate.done():
                 gate.cancel()  # this judgment was cancelled or failed: nobody waits for its gate
+        if gate_inline:
+            offline_dims, _, _ = offline_tier(self.offline, spec, values, lang, only=SAFETY_METHODS)
         self._combine(spec, result, offline_dims, llm_data, notes, llm_failed=use_llm and llm_data is None)
         # Deterministic and backend-independent: an answer that tries to steer the judge fails (before the
         # trust profile decides, so that no profile auto-accepts it).
