@@ -72,6 +72,16 @@ def _dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+def _without(record: dict[str, Any], key: str) -> dict[str, Any]:
+    """``record`` without ``key`` (a shallow copy, the caller's dict untouched; ``record`` itself when absent)."""
+    if key not in record:
+        return record
+    # dict() and del run in C: the comprehension it replaced was a measurable share of every write.
+    copy = dict(record)
+    del copy[key]
+    return copy
+
+
 def _loads(text: str | bytes) -> Any:
     import orjson
 
@@ -210,7 +220,7 @@ class Store:
                 "composite": rec.get("composite_score"),
                 "language": rec.get("language"),
                 # The LLM exchange goes to its own column (read by the sample page only), not the record.
-                "record": {k: v for k, v in rec.items() if k != EXCHANGE_KEY} if EXCHANGE_KEY in rec else rec,
+                "record": _without(rec, EXCHANGE_KEY),
                 "exchange": rec.get(EXCHANGE_KEY),
                 **filter_columns(rec),
                 "created_at": now(),
