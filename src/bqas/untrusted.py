@@ -148,16 +148,32 @@ def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
     Infinity and overflowing numbers itself, so what it accepts needs only the depth check. Anything it
     refuses, and any number it may have turned from a 64-bit-overflowing integer into a float, goes the
     way of Python's parser, whose errors and messages are the ones BQAS reports."""
+    plain, value = loads_plain(text, max_depth)
+    return value if plain else _loads_checked(text, max_depth)
+
+
+def loads_plain(text: str, max_depth: int = MAX_DEPTH) -> tuple[bool, Any]:
+    """``(True, value)`` when orjson parses ``text`` into a value that Python's parser would give alike
+    and BQAS accepts as it is (no lone surrogates, NaN or Infinity: orjson refuses them; no nesting deeper
+    than ``max_depth``; no integer of 2**63 or more turned into a float); ``(False, None)`` otherwise, for
+    the caller's own (slower, error-reporting) path."""
     import orjson
 
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
-        pass
-    else:
-        if _plain(value, max_depth):
-            return value
-    return _loads_checked(text, max_depth)
+        return False, None
+    return (True, value) if _plain(value, max_depth) else (False, None)
+
+
+#: A lone surrogate character, or a JSON escape that may decode to one (``\ud800`` … ``\udfff``).
+_MAY_HOLD_SURROGATE = re.compile(r"[\ud800-\udfff]|\\u[dD][89abcdefABCDEF]")
+
+
+def may_hold_surrogates(text: str) -> bool:
+    """Whether JSON parsed from ``text`` (or any part of it) can hold lone surrogates: False means
+    :func:`repair_value` would change nothing in it (a conservative check on the raw text)."""
+    return _MAY_HOLD_SURROGATE.search(text) is not None
 
 
 def _plain(value: Any, max_depth: int) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from bqas.untrusted import MAX_DEPTH, UntrustedValueError, depth_exceeds, repair_value
+from bqas.untrusted import MAX_DEPTH, UntrustedValueError, depth_exceeds, loads_plain, may_hold_surrogates, repair_value
 
 TOO_DEEP = f"reply nested deeper than {MAX_DEPTH} levels"
 
@@ -36,6 +36,11 @@ class _TooDeep(Exception):
 
 
 def _loads(text: str) -> Any:
+    # orjson first (most replies are plain JSON objects); what it refuses or may have bent goes through
+    # Python's parser below, whose errors are the ones reported to the judge.
+    plain, value = loads_plain(text)
+    if plain:
+        return value
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:  # Python's parser gives up on very deep nesting; never let that escape
@@ -204,10 +209,12 @@ def parse_reply(text: str, schema: dict[str, Any]) -> ParseOutcome:
     if top == "object" and not isinstance(value, dict):
         return ParseOutcome(None, [f"expected a JSON object, got {type(value).__name__}"], repairs)
     warnings: list[str] = []
-    try:
-        value, replaced = repair_value(value)
-    except UntrustedValueError:  # pragma: no cover - _loads checked the depth already
-        return ParseOutcome(None, [TOO_DEEP], repairs)
+    replaced = False
+    if may_hold_surrogates(text or ""):  # else the value has none: repairing would rebuild it for nothing
+        try:
+            value, replaced = repair_value(value)
+        except UntrustedValueError:  # pragma: no cover - _loads checked the depth already
+            return ParseOutcome(None, [TOO_DEEP], repairs)
     if replaced:
         warnings.append("invalid Unicode (lone surrogates) in the reply replaced with U+FFFD")
     if top == "object":
