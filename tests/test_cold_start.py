@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -145,9 +145,9 @@ def test_run_starts_the_model_load_before_opening_the_run(
     events: list[str] = []
     start_loading, create_run = JudgeEngine.start_loading, Store.create_run
 
-    def record_loading(self: JudgeEngine) -> object:
+    def record_loading(self: JudgeEngine, *args: Any, **kwargs: Any) -> object:
         events.append("load")
-        return start_loading(self)
+        return start_loading(self, *args, **kwargs)
 
     def record_create(self: Store, *args: object, **kwargs: object) -> object:
         events.append("create_run")

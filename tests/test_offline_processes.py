@@ -230,7 +230,7 @@ def _rag_rows() -> list[dict[str, Any]]:
     return [{"id": f"s{i}", "language": "zh" if "长江" in s["query"] else "de", **s} for i, s in enumerate(RAG * 3)]
 
 
-def _run_cli(tmp_path: Path, name: str) -> list[dict[str, Any]]:
+def _run_cli(tmp_path: Path, name: str, extra: list[str] | None = None) -> list[dict[str, Any]]:
     from typer.testing import CliRunner
 
     from bqas.cli.main import app
@@ -244,7 +244,8 @@ def _run_cli(tmp_path: Path, name: str) -> list[dict[str, Any]]:
         "dataset: data.jsonl\n",
         encoding="utf-8",
     )
-    result = CliRunner().invoke(app, ["run", str(scenario), "--out", str(folder / "out"), "--no-progress"])
+    argv = ["run", str(scenario), "--out", str(folder / "out"), "--no-progress", *(extra or [])]
+    result = CliRunner().invoke(app, argv)
     assert result.exit_code == 0, result.output
     lines = (folder / "out" / "results.jsonl").read_text(encoding="utf-8").splitlines()
     volatile = ("latency_ms", "run_id", "created_at", "finished_at")
@@ -252,6 +253,79 @@ def _run_cli(tmp_path: Path, name: str) -> list[dict[str, Any]]:
         ({k: v for k, v in json.loads(line).items() if k not in volatile} for line in lines),
         key=lambda r: str(r["sample_id"]),
     )
+
+
+@pytest.mark.parametrize(
+    ("mode", "workers", "expect_load", "samples", "want"),
+    [
+        ("auto", 2, False, None, False),  # one judgment at a time (the Python API, a first request)
+        ("auto", 2, False, 1, False),  # a 1-sample run: its cold start does not pay for starting workers
+        ("auto", 2, False, 199, False),
+        ("auto", 2, False, 200, True),  # from the threshold on: a batch run
+        ("auto", 16, False, 10_000, True),
+        ("auto", 2, True, None, True),  # bqas serve
+        ("auto", 1, True, None, False),  # one worker (a Ray actor): nothing to gain
+        ("auto", 1, False, 10_000, False),
+        ("threads", 16, True, 10_000, False),  # explicit overrides decide alone
+        ("processes", 1, False, 1, True),
+    ],
+)
+def test_the_pool_rule(mode: str, workers: int, expect_load: bool, samples: int | None, want: bool) -> None:
+    from bqas.judging.workers import wants_processes
+
+    got = wants_processes(mode, workers, expect_load=expect_load, samples=samples, threshold=200)
+    assert got is want
+
+
+def test_processes_from_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bqas.judging.workers import DEFAULT_PROCESSES_FROM, processes_from
+
+    monkeypatch.delenv("BQAS_OFFLINE_PROCESSES_FROM", raising=False)
+    assert processes_from() == DEFAULT_PROCESSES_FROM
+    monkeypatch.setenv("BQAS_OFFLINE_PROCESSES_FROM", " 50 ")
+    assert processes_from() == 50
+    for bad in ("0", "-3", "many", "1.5"):
+        monkeypatch.setenv("BQAS_OFFLINE_PROCESSES_FROM", bad)
+        with pytest.raises(ValueError, match="BQAS_OFFLINE_PROCESSES_FROM"):
+            processes_from()
+
+
+def _recorded_pool(folder: Path) -> Any:
+    """The offline pool the run in ``folder/out`` recorded in its stored config."""
+    from bqas.settings import get_settings
+    from bqas.store.db import open_store
+
+    run_id = json.loads((folder / "out" / "results.jsonl").read_text(encoding="utf-8").splitlines()[0])["run_id"]
+    store = open_store(get_settings().resolved_database_url())
+    try:
+        run = store.get_run(run_id)
+        assert run is not None
+        return run.config["offline_pool"]
+    finally:
+        store.engine.dispose()
+
+
+def test_auto_gives_a_run_of_many_samples_worker_processes(
+    tmp_path: Path, bqas_home: Path, monkeypatch: pytest.MonkeyPatch, processes: None
+) -> None:
+    """BQAS_OFFLINE_POOL=auto: a run of at least BQAS_OFFLINE_PROCESSES_FROM judgments (9 here) gets worker
+    processes, a smaller one threads, --backend offline and --backend auto alike; results equal."""
+    monkeypatch.setenv("BQAS_OFFLINE_POOL", "auto")
+    monkeypatch.setenv("BQAS_OFFLINE_PROCESSES_FROM", "10")
+    small = _run_cli(tmp_path, "small")
+    assert _recorded_pool(tmp_path / "small") == "threads"
+    assert not dispatch._POOLS  # no worker process was started for it
+    monkeypatch.setenv("BQAS_OFFLINE_PROCESSES_FROM", "9")
+    large = _run_cli(tmp_path, "large")
+    assert _recorded_pool(tmp_path / "large") == "processes"
+    (pool,) = dispatch._POOLS.values()  # the workers that judged it (they outlive the run in this process)
+    assert pool.broken is None and len(pool.pids()) == 2
+    assert large == small and len(large) == 9
+    with ScriptedLLM(default=Reply(content=LLM_SAYS)) as server:
+        both = _run_cli(tmp_path, "both", ["--backend", "auto", "--base-url", server.base_url, "--model", "judge-1"])
+    assert _recorded_pool(tmp_path / "both") == "processes"
+    scored = [r for r in both if r["status"] == "scored"]
+    assert len(scored) == 6 and all(r["backend"] == "offline+llm" for r in scored)
 
 
 def test_bqas_run_in_processes_writes_what_threads_write(

@@ -111,6 +111,7 @@ def run_score(
             policy_file=policy,
         )
         engine.registry.get(judge)
+        engine.start_loading(samples=len(samples))  # many samples: worker processes (BQAS_OFFLINE_POOL=auto)
         records = asyncio.run(_score_all(engine, judge, samples, concurrency, name))
     except (ValueError, KeyError) as exc:
         typer.echo(f"error: {str(exc).strip(chr(34))}", err=True)

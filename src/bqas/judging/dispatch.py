@@ -1,13 +1,14 @@
 """Where an engine's offline tier runs: worker threads or worker processes (``BQAS_OFFLINE_POOL``).
 
-``auto`` (default): worker processes (:mod:`bqas.judging.procpool`) for ``bqas serve``, which asks for
-them up front (:meth:`OfflineDispatch.prepare` with ``expect_load``) when there are at least two workers,
-and worker threads for everything else (``bqas run``, ``bqas score``, the Python API). Measured side by
-side on the 2-core machine (docs/benchmarks.md): the service's event loop parses HTTP for every request
-and gained from keeping its GIL (voice p99 521 vs 1,446 ms, 115 vs 89 requests/s); ``bqas run --backend
-auto`` over 1,000 RAG samples was faster in threads (88.7 vs 110.1 s, 32.7 vs 37.4 s), where the extra
-model loads and per-worker caches of processes cost more than the GIL did. A process pool that cannot
-start or breaks (a worker killed) is logged and the tier goes on in threads.
+``auto`` (default), when there are at least two workers: worker processes (:mod:`bqas.judging.procpool`)
+for ``bqas serve``, which asks for them up front (:meth:`OfflineDispatch.prepare` with ``expect_load``),
+and for a run or ``bqas score`` that announces at least ``BQAS_OFFLINE_PROCESSES_FROM`` judgments
+(:meth:`OfflineDispatch.plan`); worker threads for everything else (one sample, a small run, the Python
+API). The rule is :func:`bqas.judging.workers.wants_processes`; the figures behind it are in
+docs/benchmarks.md (on a quiet 2-core machine ``--backend auto`` over 1,000 RAG samples took 18.8 s in
+processes and 28.0 s in threads; the service's event loop parses HTTP for every request and gains from
+keeping its GIL). A process pool that cannot start or breaks (a worker killed) is logged and the tier
+goes on in threads.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from bqas.judging.offline import OfflineJudge, TierOutput, offline_tier
-from bqas.judging.workers import offline_workers, pool_mode, run_cpu
+from bqas.judging.workers import offline_workers, pool_mode, processes_from, run_cpu, wants_processes
 from bqas.logs import get_logger
 
 if TYPE_CHECKING:
@@ -79,6 +80,15 @@ class OfflineDispatch:
         self._pool: OfflineProcessPool | None = None
         self._decision: asyncio.Future[str] | None = None
 
+    def plan(self, samples: int) -> str:
+        """Decide threads or processes for a batch of ``samples`` judgments (a run, ``bqas score``) before
+        the first one; worker processes, when chosen, start loading now. Returns the mode (kept once
+        decided)."""
+        if self.mode is None:
+            self._choose(expect_load=False, samples=samples)
+        assert self.mode is not None
+        return self.mode
+
     async def prepare(self, *, expect_load: bool = False) -> float:
         """Decide threads or processes and load the models there; returns the seconds loading took.
 
@@ -100,8 +110,13 @@ class OfflineDispatch:
         return await run_cpu(self.judge.load)
 
     async def _decide(self, expect_load: bool) -> str:
-        mode, why_not = pool_mode(), process_capable(self.judge)
-        want = mode == "processes" or (mode == "auto" and expect_load and offline_workers() >= 2)
+        return self._choose(expect_load=expect_load, samples=None)
+
+    def _choose(self, *, expect_load: bool, samples: int | None) -> str:
+        mode, workers = pool_mode(), offline_workers()
+        threshold = processes_from() if samples is not None else 0
+        want = wants_processes(mode, workers, expect_load=expect_load, samples=samples, threshold=threshold)
+        why_not = process_capable(self.judge) if want else None
         if want and why_not is not None:
             log.warning("offline tier: %s; using worker threads", why_not)
             want = False
@@ -112,6 +127,8 @@ class OfflineDispatch:
                 log.warning("offline tier: worker processes could not start (%r); using worker threads", exc)
                 want = False
         self.mode = "processes" if want else "threads"
+        why = "a server" if expect_load else f"{samples} judgments" if samples is not None else "one at a time"
+        log.info("offline tier: worker %s (BQAS_OFFLINE_POOL=%s, %d workers, %s)", self.mode, mode, workers, why)
         return self.mode
 
     def _fall_back(self, why: str) -> None:

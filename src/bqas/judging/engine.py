@@ -148,14 +148,21 @@ class JudgeEngine:
             return False, True
         return True, self.llm is not None
 
-    def start_loading(self) -> Future[float] | None:
-        """Start loading the offline models in the worker threads and return at once.
+    def start_loading(self, samples: int | None = None) -> Future[float] | None:
+        """Start loading the offline models and return at once.
 
         A run calls it as soon as its engine exists, so the load (the tokenizer, the methods) overlaps with
         opening the run in the store; the first judgment waits for it to finish (:meth:`evaluate`), and a
-        load that failed raises there. Not with ``BQAS_OFFLINE_POOL=processes``: the workers load there.
-        Returns the load's future (None when there is nothing to load here)."""
-        if self.tiers[0] and not self.offline.loaded and pool_mode() != "processes":
+        load that failed raises there. ``samples``: how many judgments the caller will ask for, which lets
+        ``BQAS_OFFLINE_POOL=auto`` choose worker processes for a large batch (:meth:`OfflineDispatch.plan`);
+        those load in the workers, starting now. Returns the future of a load in this process's worker
+        threads (None when there is nothing to load here)."""
+        if not self.tiers[0]:
+            return None
+        if samples is not None:
+            self.dispatch.plan(samples)
+        in_processes = self.dispatch.mode == "processes" or (self.dispatch.mode is None and pool_mode() == "processes")
+        if not self.offline.loaded and not in_processes:
             return executor().submit(self.offline.load)
         return None
 

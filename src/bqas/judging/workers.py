@@ -26,6 +26,12 @@ WORKERS_ENV = "BQAS_OFFLINE_WORKERS"
 POOL_ENV = "BQAS_OFFLINE_POOL"
 POOL_MODES = ("auto", "threads", "processes")
 
+#: Environment variable: the smallest number of judgments for which ``auto`` gives a run worker processes.
+PROCESSES_FROM_ENV = "BQAS_OFFLINE_PROCESSES_FROM"
+#: Its default, measured with benchmarks/bench_pool_cutover.py (docs/benchmarks.md): below it, starting
+#: the workers (a fork server, a model load in each) costs more than they save.
+DEFAULT_PROCESSES_FROM = 200
+
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -50,13 +56,47 @@ def offline_workers() -> int:
 def pool_mode() -> str:
     """``$BQAS_OFFLINE_POOL``: ``auto`` (default), ``threads`` or ``processes``.
 
-    ``auto``: worker processes for ``bqas serve`` when there are at least two workers, threads for
-    everything else (the measured better choice for each, see :mod:`bqas.judging.dispatch`);
+    ``auto``: worker processes when there are at least two workers and either a server asks for them
+    (``bqas serve``) or a run or ``bqas score`` will judge at least :func:`processes_from` samples; threads
+    for everything else (the measured better choice for each, see :func:`wants_processes`);
     ``threads`` and ``processes`` force one kind."""
     raw = os.environ.get(POOL_ENV, "").strip().lower() or "auto"
     if raw not in POOL_MODES:
         raise ValueError(f"{POOL_ENV}: expected one of {', '.join(POOL_MODES)}, got {raw!r}")
     return raw
+
+
+def processes_from() -> int:
+    """``$BQAS_OFFLINE_PROCESSES_FROM``: the judgments a run needs for ``auto`` to choose worker processes
+    (default :data:`DEFAULT_PROCESSES_FROM`)."""
+    raw = os.environ.get(PROCESSES_FROM_ENV, "").strip()
+    if not raw:
+        return DEFAULT_PROCESSES_FROM
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{PROCESSES_FROM_ENV}: expected a whole number of judgments >= 1, got {raw!r}")
+    return value
+
+
+def wants_processes(
+    mode: str, workers: int, *, expect_load: bool = False, samples: int | None = None, threshold: int
+) -> bool:
+    """The pool rule: worker processes (True) or threads (False) for the offline tier.
+
+    ``processes``/``threads`` decide alone. ``auto`` needs two workers or more (one gains nothing from
+    processes: a Ray actor, ``BQAS_OFFLINE_WORKERS=1``) and then either sustained load announced up front
+    (``expect_load``: ``bqas serve``) or a batch of at least ``threshold`` judgments (``samples``: a run,
+    ``bqas score``). A single judgment or a small run stays in threads, which start at once: worker
+    processes first start a fork server and load the model in each worker, and win that back only over
+    many samples, where the GIL no longer serialises the tier's Python work with the event loop."""
+    if mode != "auto":
+        return mode == "processes"
+    if workers < 2:
+        return False
+    return expect_load or (samples is not None and samples >= threshold)
 
 
 def executor() -> ThreadPoolExecutor:

@@ -246,9 +246,9 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
         check_cluster(request, scenario)
     stored = store.get_run(run_id).config if resuming else None  # type: ignore[union-attr]
     engine = _engine_for(scenario, request, settings, stored)
-    if not (request.ray or scenario.ray is not None):  # on Ray the actors judge, not this process
-        engine.start_loading()
     total = sum(repeat_count(w, scenario) for w in work_items(scenario))
+    if not (request.ray or scenario.ray is not None):  # on Ray the actors judge, not this process
+        engine.start_loading(samples=total)  # a large run gets worker processes (BQAS_OFFLINE_POOL=auto)
     out_dir = _out_dir(request, run_id, stored)
     if not resuming:
         from bqas.judging.exchange import request_snapshot
@@ -259,6 +259,8 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
             "description": scenario.description,
             "fingerprint": scenario_fingerprint(scenario),
             "backend": request.backend or scenario.backend,
+            # Where this process's offline tier judges: threads, processes (BQAS_OFFLINE_POOL), None (none here).
+            "offline_pool": engine.dispatch.mode,
             "model": engine.llm.config.model if engine.llm else None,
             "language": request.language or scenario.language,
             "judge_language": scenario.judge_language,
