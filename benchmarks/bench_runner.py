@@ -22,7 +22,8 @@ as well (``git worktree add /tmp/before <commit>``; DIR first on ``PYTHONPATH`` 
 side in each repetition, for before/after figures measured under the same load.
 
 ``--profile DIR`` records each child with py-spy (``py-spy`` on ``PATH`` or ``$PY_SPY``; raw stacks,
-one file per run) to see where the runner's CPU goes.
+one file per run) to see where the runner's CPU goes; ``--gil`` samples only the thread holding the GIL
+(what the event loop waits for), and ``benchmarks/spy_shares.py FILE`` sums the shares of such a file.
 
 Run: .venv/bin/python benchmarks/bench_runner.py [--sizes 2000 10000] [--latency 0.05] [--concurrency 128]
 """
@@ -177,6 +178,7 @@ def main() -> None:
     parser.add_argument("--child", nargs=3, metavar=("N", "URL", "MODE"), help=argparse.SUPPRESS)
     parser.add_argument("--src", action="append", default=[], metavar="LABEL=DIR", help="another checkout's src")
     parser.add_argument("--profile", type=Path, help="folder for py-spy recordings of each child")
+    parser.add_argument("--gil", action="store_true", help="with --profile: sample the GIL holder only (500 Hz)")
     args = parser.parse_args()
     if args.child:
         with tempfile.TemporaryDirectory() as tmp:
@@ -213,7 +215,8 @@ def main() -> None:
                     child += ["--concurrency", str(args.concurrency)]
                     if args.profile is not None:
                         out_file = args.profile / f"{label}-{mode}-{n}-{rep}.txt"
-                        child = [str(spy), "record", "-f", "raw", "-r", "200", "-o", str(out_file), "--", *child]
+                        rate = ["-r", "500", "--gil"] if args.gil else ["-r", "200"]
+                        child = [str(spy), "record", "-f", "raw", *rate, "-o", str(out_file), "--", *child]
                     out = subprocess.run(child, capture_output=True, text=True, check=True, env=env)
                     lines = [line for line in out.stdout.strip().splitlines() if line.startswith("{")]
                     res = json.loads(lines[-1])

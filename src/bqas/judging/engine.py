@@ -79,8 +79,10 @@ class EngineOptions:
 # Offline methods that make up the deterministic safety gate (safety is checked first, whatever the backend).
 SAFETY_METHODS: frozenset[str] = frozenset({"safety_gate", "pii_gate"})
 
-#: Beside the LLM alone, the safety gate of inputs up to this many characters runs on the event loop (at
-#: most a few milliseconds); longer inputs go to a worker thread (see :meth:`JudgeEngine.evaluate`).
+#: Beside the LLM alone, the safety gate of inputs up to this many characters runs on the event loop;
+#: longer inputs go to a worker thread (see :meth:`JudgeEngine.evaluate`). The rules cost about 4 us per
+#: character (benchmarks/bench_hot_path.py), so at most ~4 ms here: no longer than a worker thread would
+#: hold the GIL anyway before the loop's turn came (pure-Python and regex work; 5 ms switch interval).
 INLINE_GATE_CHARS = 1_000
 
 
@@ -226,7 +228,7 @@ class JudgeEngine:
             # LLM alone: the deterministic gate still runs, and a failure it finds stands (see _combine). It
             # never holds the request back: short texts (voice turns) are checked on the loop once the reply
             # is in (about 0.15 ms, less than the thread hop and GIL hand-over it cost per sample); longer
-            # ones run in a worker thread while the request is out (the rules cost ~5 us per character).
+            # ones run in a worker thread while the request is out.
             gate_inline = _text_chars(values) <= INLINE_GATE_CHARS
             if not gate_inline:
                 gate = submit_cpu(offline_tier, self.offline, spec, values, lang, only=SAFETY_METHODS)

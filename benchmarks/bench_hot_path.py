@@ -1,0 +1,157 @@
+"""Pieces of the runner's hot path, one at a time (issue 15 target 5): what a judgment's steps cost.
+
+Prints microseconds per call (best of several rounds) for: parsing the benchmark's judge reply, building a
+dimension's provenance validated and with ``model_construct``, dropping the LLM exchange from a record
+(comprehension vs the store's copy), the safety gate by answer length, and the 22 judge-manipulation rules
+one by one vs one alternation of them. ``--transport`` instead compares the bare aiohttp client with the
+LLM client's settings (timeout, session headers, chunked read) against the scripted server.
+
+Run the same against another checkout for before/after figures: PYTHONPATH=BEFORE/src python ...
+Run: nice .venv/bin/python benchmarks/bench_hot_path.py [--transport]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+import timeit
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+REPLY = json.dumps(
+    {"intent_accuracy": 85, "faithfulness": 4, "relevance": 5, "coherence": 4, "safety": "pass", "reasoning": "Passt."}
+)
+
+
+def per_call_us(fn: Callable[[], object], number: int = 5000, repeat: int = 7) -> float:
+    """Best of ``repeat`` rounds of ``number`` calls, in microseconds per call."""
+    fn()
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+
+
+def pieces() -> None:
+    from bqas.judging.offline import OfflineJudge, offline_tier
+    from bqas.judging.parse import parse_reply
+    from bqas.judging.result import DimensionProvenance
+    from bqas.judging.spec import default_registry
+
+    spec = default_registry().get("voice")
+    print(f"parse_reply (benchmark reply)          {per_call_us(lambda: parse_reply(REPLY, spec.schema)):8.2f} us")
+    made = per_call_us(lambda: DimensionProvenance(value=4, backend="llm", model="m", method="judge_prompt"))
+    built = per_call_us(
+        lambda: DimensionProvenance.model_construct(value=4, backend="llm", model="m", method="judge_prompt")
+    )
+    print(f"DimensionProvenance(...) validated      {made:8.2f} us")
+    print(f"DimensionProvenance.model_construct     {built:8.2f} us")
+    record: dict[str, Any] = {f"field{i}": i for i in range(40)} | {"llm_exchange": {"attempts": []}}
+    comprehension = per_call_us(lambda: {k: v for k, v in record.items() if k != "llm_exchange"}, 100_000)
+    print(f"record without exchange: comprehension  {comprehension:8.2f} us")
+    try:
+        from bqas.store.db import _without
+    except ImportError:  # a checkout from before the store's copy
+        pass
+    else:
+        print(
+            f"record without exchange: _without       {per_call_us(lambda: _without(record, 'llm_exchange'), 100_000):8.2f} us"
+        )
+    judge = OfflineJudge()
+    only = frozenset({"safety_gate", "pii_gate"})
+    for length in (30, 300, 3000):
+        response = ("Ich erinnere dich an Termin 3 morgen frueh. " * (length // 44 + 1))[:length]
+        values = {"user_input": "Erinnere mich", "detected_intent": "r", "response": response, "expected_intent": "r"}
+        # Distinct texts each call: the manipulation rules remember their hits per text.
+        counter = iter(range(10**9))
+
+        def gate(values: dict[str, str] = values, counter: Any = counter) -> object:
+            varied = {**values, "response": f"{next(counter)} {values['response']}"}
+            return offline_tier(judge, spec, varied, "de", only=only)
+
+        print(f"safety gate, {length:5d}-character answer   {per_call_us(gate, 200, 3):8.1f} us")
+    manipulation_rules()
+
+
+def manipulation_rules() -> None:
+    """The 22 rules one by one (as the gate runs them) against one alternation of them."""
+    from bqas.offline.manipulation import _rules
+    from bqas.offline.text.normalize import compact_view, rule_view
+
+    rules = _rules()
+
+    def combined(view: str) -> re.Pattern[str]:
+        patterns = [r.regex.pattern.replace("(?P<tag>", "(?:") for r in rules if r.view == view]
+        return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+
+    rule_re, compact_re = combined("rule"), combined("compact")
+    texts = [
+        rule_view(f"Ich erinnere dich an Termin {i}. Morgen um acht Uhr, denk an die Unterlagen.") for i in range(2000)
+    ]
+    started = time.perf_counter()
+    for view in texts:
+        compact = compact_view(view, normalised=True)
+        for rule in rules:
+            rule.matches(compact if rule.view == "compact" else view)
+    one_by_one = (time.perf_counter() - started) / len(texts) * 1e6
+    started = time.perf_counter()
+    for view in texts:
+        rule_re.search(view)
+        compact_re.search(compact_view(view, normalised=True))
+    alternation = (time.perf_counter() - started) / len(texts) * 1e6
+    print(f"manipulation rules one by one           {one_by_one:8.1f} us")
+    print(f"manipulation rules as one alternation   {alternation:8.1f} us")
+
+
+def transport(n: int = 8000) -> None:
+    """The bare client with each of the LLM client's transport settings switched on (CPU per request)."""
+    import asyncio
+
+    import aiohttp
+    from _server import scripted_server
+
+    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": "x"}]}).encode()
+
+    async def run(url: str, timeout: bool, chunked: bool, headers: bool) -> float:
+        sem = asyncio.Semaphore(128)
+        options: dict[str, Any] = {}
+        if timeout:
+            options["timeout"] = aiohttp.ClientTimeout(total=60, connect=10)
+        if headers:
+            options["headers"] = {"Content-Type": "application/json"}
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=128), **options) as http:
+
+            async def one() -> None:
+                async with sem, http.post(f"{url}/chat/completions", data=body) as response:
+                    if chunked:
+                        data = bytearray()
+                        async for chunk in response.content.iter_chunked(65536):
+                            data += chunk
+                        data.decode(response.get_encoding() or "utf-8", errors="replace")
+                    else:
+                        await response.read()
+
+            await asyncio.gather(*(one() for _ in range(200)))  # connections opened before the clock
+            cpu = time.process_time()
+            await asyncio.gather(*(one() for _ in range(n)))
+            return (time.process_time() - cpu) / n * 1e3
+
+    with scripted_server(0.05, REPLY) as url:
+        for _ in range(2):
+            for timeout, chunked, headers in [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 1)]:
+                cpu = asyncio.run(run(url, bool(timeout), bool(chunked), bool(headers)))
+                print(f"timeout={timeout} chunked={chunked} headers={headers}: {cpu:.3f} ms CPU per request")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--transport", action="store_true", help="compare the transport settings instead")
+    args = parser.parse_args()
+    transport() if args.transport else pieces()
+
+
+if __name__ == "__main__":
+    main()
