@@ -194,3 +194,17 @@ def test_retrain_command_is_reproducible_on_a_tiny_fixture(tmp_path: Path) -> No
     assert "memerag" not in json.dumps(model.card["training_counts"])
     missing = runner.invoke(app, ["grounding-model", "train", "--data", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "not a folder" in missing.output
+
+
+def test_one_sentence_context_has_no_zero_second_best_similarity() -> None:
+    """With a single context sentence there is no second-best one: sim2_mean is the best cosine (gap 0),
+    not 0, which read as "nothing else supports it" and pushed grounded one-sentence answers towards
+    unfaithful in a refit that weighted it (reverted in 6a00fe7)."""
+    one = ["The Rhine Falls are 23 metres high and 150 metres wide."]
+    f = _prob("The Rhine Falls are 23 metres high.", one).features
+    assert f["sim2_mean"] == pytest.approx(f["sim_mean"]) and f["sim2_mean"] > 0.0
+    assert f["sim_gap_weakest"] == 0.0
+    # With two context sentences the second-best cosine is the other sentence's, below the best one.
+    two = [*one, "Many tourists visit the area in summer."]
+    f2 = _prob("The Rhine Falls are 23 metres high.", two).features
+    assert f2["sim2_mean"] < f2["sim_mean"] and f2["sim_gap_weakest"] > 0.0

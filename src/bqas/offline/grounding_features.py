@@ -168,8 +168,11 @@ def grounding_features(
         top2 = -np.sort(-sims, axis=1)[:, :2]
         best, second = top2[:, 0], top2[:, 1]
     else:
+        # One context sentence: there is no second-best one. Zeros here would read as "no other sentence
+        # is anywhere near it" (sim2_mean is a sign of support on MTRAG) and push a grounded one-sentence
+        # answer over a one-sentence context towards unfaithful; the best one is the honest stand-in (gap 0).
         best = sims[:, 0]
-        second = np.zeros_like(best)
+        second = best.copy()
     weakest = int(best.argmin())
     lex = [c.lexical_overlap or 0.0 for c in checkable]
     best_lex: list[float] = []
