@@ -113,62 +113,6 @@ async def test_auto_keeps_runs_in_threads_and_gives_a_server_processes(
     assert single.dispatch.mode == "threads"
 
 
-async def test_judgments_ready_together_go_to_the_workers_in_batches(processes: None) -> None:
-    engine = _engine()
-    await engine.evaluate("voice", VOICE, response_id="warm", language="de")  # workers up
-    pool = engine.dispatch._pool
-    assert pool is not None
-    tasks, judgments = pool.tasks_sent, pool.judgments_sent
-    samples = [{**VOICE, "response": f"Timer auf {i} Minuten gestellt."} for i in range(12)]
-    got = await asyncio.gather(
-        *(engine.evaluate("voice", s, response_id=str(i), language="de") for i, s in enumerate(samples))
-    )
-    # 12 judgments reached the pool in one turn of the loop: one batch of 6 per worker, not 12 tasks.
-    assert pool.judgments_sent - judgments == 12 and pool.tasks_sent - tasks == 2
-    in_threads = _engine()
-    in_threads.dispatch.mode = "threads"
-    want = [await in_threads.evaluate("voice", s, response_id=str(i), language="de") for i, s in enumerate(samples)]
-    strip = [{k: v for k, v in r.to_record().items() if k != "latency_ms"} for r in (*got, *want)]
-    assert strip[:12] == strip[12:]  # each judgment got its own result back, in order
-
-
-@pytest.mark.parametrize(
-    ("count", "workers", "sizes"),
-    [(0, 2, []), (1, 2, [1]), (2, 2, [1, 1]), (3, 2, [2, 1]), (12, 2, [6, 6]), (17, 2, [6, 6, 5]), (64, 2, [8] * 8),
-     (5, 16, [1] * 5)],
-)  # fmt: skip
-def test_batch_sizes(count: int, workers: int, sizes: list[int]) -> None:
-    from bqas.judging.procpool import batch_sizes
-
-    assert batch_sizes(count, workers, most=8) == sizes
-
-
-def test_one_failing_judgment_does_not_fail_its_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What a worker runs for a batch (here in this process): an exception stays with its judgment."""
-    import pickle
-
-    from bqas.judging import offline as offline_module
-    from bqas.judging import procpool
-
-    judge = OfflineJudge(embedder_factory=HashingEmbedder)
-    judge.load()
-    monkeypatch.setattr(procpool, "_JUDGE", judge)
-    monkeypatch.setattr(procpool, "_SPECS", {})
-    real = offline_module.offline_tier
-
-    def flaky(j: OfflineJudge, spec: JudgeSpec, values: Mapping[str, Any], language: str, **kw: Any) -> Any:
-        if values.get("response") == "boom":
-            raise ValueError("boom")
-        return real(j, spec, values, language, **kw)
-
-    monkeypatch.setattr(offline_module, "offline_tier", flaky)
-    spec = default_registry().get("voice")
-    calls = [(VOICE, "de", (), None), ({**VOICE, "response": "boom"}, "de", (), None), (VOICE, "de", (), None)]
-    out = procpool._worker_tiers("k", pickle.dumps(spec), calls)  # type: ignore[arg-type]
-    assert [ok for ok, _ in out] == [True, False, True]
-    assert isinstance(out[1][1], ValueError) and out[0][1] == real(judge, spec, VOICE, "de")
-
-
 def test_pool_mode_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     from bqas.judging.workers import pool_mode
 

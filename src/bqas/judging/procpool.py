@@ -7,11 +7,6 @@ client it serves slows down with it. In worker processes the offline work runs o
 the loop keeps its own GIL; a call costs one pickled round trip (the judge spec is pickled once per
 spec, and each worker unpickles it once), a fraction of a millisecond against the milliseconds of work.
 
-Batches: the judgments that reach the pool in the same turn of the event loop (a run starting its
-first samples, several finished at once) go to the workers as a few tasks of up to ``MAX_BATCH`` each
-instead of one task apiece, so the submissions, the pipe writes and the wake-ups of the loop are paid
-per batch. A judgment alone is sent alone, at once; there are never fewer tasks than workers can take.
-
 The start method is ``forkserver`` where it exists (Linux): the parent has threads (the event loop's
 helpers, SQLite writers), and forking such a process can deadlock; ``spawn`` elsewhere.
 """
@@ -20,9 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import hashlib
-import math
 import multiprocessing
 import os
 import pickle
@@ -44,12 +37,6 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 EmbedderFactory = Callable[[], "Embedder"] | None
-
-#: The most judgments one task to a worker carries (a batch waits for its slowest member, so not more).
-MAX_BATCH = 8
-
-#: One judgment's arguments after the spec: values, language, skip, only.
-Call = tuple[Mapping[str, Any], str, tuple[str, ...], tuple[str, ...] | None]
 
 # --- in the worker process -------------------------------------------------------------------------
 
@@ -126,32 +113,21 @@ def _worker_ready() -> tuple[int, float]:
     return os.getpid(), _JUDGE.load_seconds
 
 
-def _worker_tiers(key: str, spec_bytes: bytes, calls: list[Call]) -> list[tuple[bool, Any]]:
-    """The offline tier of a batch of judgments of one spec: ``(True, output)`` or ``(False, exception)``
-    for each, in order (one failing judgment does not fail the others)."""
+def _worker_tier(
+    key: str,
+    spec_bytes: bytes,
+    values: Mapping[str, Any],
+    language: str,
+    skip: Collection[str],
+    only: Collection[str] | None,
+) -> TierOutput:
     from bqas.judging.offline import offline_tier
 
     assert _JUDGE is not None
     spec = _SPECS.get(key)
     if spec is None:
         spec = _SPECS[key] = pickle.loads(spec_bytes)  # our own bytes, from the parent
-    out: list[tuple[bool, Any]] = []
-    for values, language, skip, only in calls:
-        try:
-            out.append((True, offline_tier(_JUDGE, spec, values, language, skip=skip, only=only)))
-        except Exception as exc:
-            out.append((False, exc))
-    return out
-
-
-def batch_sizes(count: int, workers: int, most: int = MAX_BATCH) -> list[int]:
-    """How ``count`` judgments ready at once are split into tasks: at least one per worker (while there
-    are judgments for it, so no worker idles behind a batch), at most ``most`` per task, sizes even."""
-    if count <= 0:
-        return []
-    tasks = min(count, max(workers, math.ceil(count / most)))
-    size, extra = divmod(count, tasks)
-    return [size + 1] * extra + [size] * (tasks - extra)
+    return offline_tier(_JUDGE, spec, values, language, skip=skip, only=only)
 
 
 # --- in the parent -----------------------------------------------------------------------------------
@@ -165,16 +141,8 @@ def _context() -> Any:
 class OfflineProcessPool:
     """``workers`` processes that each hold a loaded offline judge (built with ``factory``)."""
 
-    def __init__(
-        self,
-        workers: int,
-        factory: EmbedderFactory = None,
-        env: dict[str, str] | None = None,
-        *,
-        max_batch: int = MAX_BATCH,
-    ) -> None:
+    def __init__(self, workers: int, factory: EmbedderFactory = None, env: dict[str, str] | None = None) -> None:
         self.workers = workers
-        self.max_batch = max_batch  # 1: one task per judgment (benchmarks/bench_pool_batches.py compares)
         ctx = _context()
         barriers = (ctx.Barrier(workers), ctx.Barrier(workers))
         env = bqas_environment() if env is None else env
@@ -189,11 +157,6 @@ class OfflineProcessPool:
         self._specs: dict[int, tuple[JudgeSpec, str, bytes]] = {}
         self._lock = threading.Lock()
         self.broken: str | None = None
-        # Judgments waiting for the end of this turn of their event loop (see tier), per loop.
-        self._waiting: dict[asyncio.AbstractEventLoop, list[tuple[str, bytes, Call, asyncio.Future[Any]]]] = {}
-        #: Tasks sent to the workers and judgments they carried (diagnostics, tests).
-        self.tasks_sent = 0
-        self.judgments_sent = 0
 
     def pids(self) -> list[int]:
         """The process ids of the loaded workers (after :meth:`wait_ready`)."""
@@ -227,66 +190,20 @@ class OfflineProcessPool:
         skip: Collection[str] = (),
         only: Collection[str] | None = None,
     ) -> TierOutput:
-        """The offline tier of one judgment, computed in a worker process (batched with the judgments that
-        arrive in the same turn of the event loop)."""
+        """The offline tier of one judgment, computed in a worker process."""
         key, data = self._spec_payload(spec)
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[TierOutput] = loop.create_future()
-        call: Call = (dict(values), language, tuple(skip), None if only is None else tuple(only))
-        waiting = self._waiting.get(loop)
-        if waiting is None:
-            waiting = self._waiting[loop] = []
-            loop.call_soon(self._send, loop)  # after the other callbacks of this turn: they may add more
-        waiting.append((key, data, call, future))
-        return await future
-
-    def _send(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Hand the judgments waiting on ``loop`` to the workers, in batches of one spec each."""
-        by_spec: dict[str, list[tuple[str, bytes, Call, asyncio.Future[Any]]]] = {}
-        for entry in self._waiting.pop(loop, []):
-            if not entry[3].cancelled():
-                by_spec.setdefault(entry[0], []).append(entry)
-        for key, entries in by_spec.items():
-            start = 0
-            for size in batch_sizes(len(entries), self.workers, self.max_batch):
-                batch, start = entries[start : start + size], start + size
-                futures = [f for _, _, _, f in batch]
-                try:
-                    task = self._executor.submit(_worker_tiers, key, batch[0][1], [c for _, _, c, _ in batch])
-                except Exception as exc:  # a broken or shut-down pool: each judgment raises it
-                    _settle(futures, None, exc)
-                    continue
-                self.tasks_sent += 1
-                self.judgments_sent += len(batch)
-                # One wake-up of the loop per batch, from the executor's thread when the batch is done.
-                task.add_done_callback(functools.partial(_deliver, loop, futures))
+        return await loop.run_in_executor(
+            self._executor,
+            _worker_tier,
+            key,
+            data,
+            dict(values),
+            language,
+            tuple(skip),
+            None if only is None else tuple(only),
+        )
 
     def shutdown(self, *, wait: bool = False) -> None:
         """Stop the workers (pending calls are cancelled); ``wait``: until they have exited."""
         self._executor.shutdown(wait=wait, cancel_futures=True)
-
-
-def _deliver(loop: asyncio.AbstractEventLoop, futures: list[asyncio.Future[Any]], task: Future[Any]) -> None:
-    """A batch is done (in the executor's thread): settle its judgments on their loop."""
-    try:
-        results, error = task.result(), None
-    except BaseException as exc:  # the worker died (BrokenProcessPool), the pool was shut down, pickling
-        results, error = None, exc
-    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits for these any more
-        loop.call_soon_threadsafe(_settle, futures, results, error)
-
-
-def _settle(
-    futures: list[asyncio.Future[Any]], results: list[tuple[bool, Any]] | None, error: BaseException | None
-) -> None:
-    for i, future in enumerate(futures):
-        if future.done():  # cancelled meanwhile
-            continue
-        if isinstance(error, asyncio.CancelledError):  # cancelled with the pool's shutdown
-            future.cancel()
-        elif results is None:
-            future.set_exception(error if error is not None else RuntimeError("no result"))
-        elif results[i][0]:
-            future.set_result(results[i][1])
-        else:
-            future.set_exception(results[i][1])
