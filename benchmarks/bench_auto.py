@@ -9,16 +9,21 @@ Chinese, English; 3-5 passages, ~4k characters each) against the scripted server
   (``BQAS_OFFLINE_POOL=threads``: one process, so user + sys of the process is all of the offline
   tier's CPU work); with ``--pools`` including the default (``auto``) also the default offline run;
 * ``auto``: ``bqas run --backend auto`` (both tiers) on the same samples, once per ``--pools`` entry
-  (``BQAS_OFFLINE_POOL``: ``auto`` is the default, worker threads for ``bqas run``; ``processes``
-  forces worker processes). The CPU printed for a run with worker processes misses what the workers
+  (``BQAS_OFFLINE_POOL``: ``auto`` is the default, worker processes for a run of at least
+  ``BQAS_OFFLINE_PROCESSES_FROM`` (200) judgments, threads below; ``threads`` and ``processes`` force
+  one). The CPU printed for a run with worker processes misses what the workers
   used (they are not the bqas process's waited-for children).
+
+``--before SRC`` runs every ``auto`` run a second time with another source tree (``PYTHONPATH=SRC``, the
+same venv, its own BQAS home; e.g. ``git worktree add /tmp/before <commit>``), alternating which tree goes
+first, and prints the after / before wall ratio of each pair.
 
 Target (issue 15): auto wall <= 1.25 x max(ideal LLM time, offline CPU time / cores), where ideal LLM time
 = ceil(N / concurrency) x latency. Start-up (imports, model load) is inside the wall times; the ratio is
 also printed without it (wall minus the start-up of a 1-sample run).
 
 Run: nice .venv/bin/python benchmarks/bench_auto.py [--n 1000] [--latency 0.2] [--concurrency 64] [--repeat 3]
-     [--pools auto processes]
+     [--pools auto processes] [--before /tmp/before/src]
 """
 
 from __future__ import annotations
@@ -65,10 +70,19 @@ def write_scenario(folder: Path, samples: list[dict[str, object]], name: str) ->
 
 
 def bqas_run(
-    folder: Path, scenario: Path, backend: str, url: str, concurrency: int, tag: str, pool: str = "auto"
+    folder: Path,
+    scenario: Path,
+    backend: str,
+    url: str,
+    concurrency: int,
+    tag: str,
+    pool: str = "auto",
+    src: Path | None = None,
 ) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the child) of one ``bqas run``."""
+    """(wall seconds, CPU seconds of the child) of one ``bqas run`` (of the source tree ``src`` if given)."""
     env = {**os.environ, "BQAS_HOME": str(folder / f"home-{tag}"), "BQAS_OFFLINE_POOL": pool}
+    if src is not None:
+        env["PYTHONPATH"] = str(src.resolve())
     cmd = [BQAS, "run", str(scenario), "--backend", backend, "--concurrency", str(concurrency), "--no-progress"]
     cmd += ["--out", str(folder / f"out-{tag}"), "--base-url", url, "--model", "bench"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -89,7 +103,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--pools", nargs="+", choices=["auto", "threads", "processes"], default=["auto", "processes"])
+    parser.add_argument("--before", type=Path, help="a second source tree (its src/) run side by side")
     args = parser.parse_args()
+    vs_before: dict[str, list[float]] = {p: [] for p in args.pools}
     cores = os.cpu_count() or 1
     ideal = math.ceil(args.n / args.concurrency) * args.latency
     ratios: dict[str, list[float]] = {p: [] for p in args.pools}
@@ -112,9 +128,25 @@ def main() -> None:
                 line += f"; offline (default pool) {wall:.2f} s wall"
             print(line, flush=True)
             for pool in args.pools:
+                before_wall = before_cpu = None
+                if args.before is not None and rep % 2 == 1:  # alternate which tree goes first
+                    before_wall, before_cpu = bqas_run(
+                        folder, scenario, "auto", url, args.concurrency, f"autob{rep}{pool}", pool, args.before
+                    )
                 auto_wall, auto_cpu = bqas_run(
                     folder, scenario, "auto", url, args.concurrency, f"auto{rep}{pool}", pool
                 )
+                if args.before is not None and before_wall is None:
+                    before_wall, before_cpu = bqas_run(
+                        folder, scenario, "auto", url, args.concurrency, f"autob{rep}{pool}", pool, args.before
+                    )
+                if before_wall is not None:
+                    vs_before[pool].append(auto_wall / before_wall)
+                    print(
+                        f"  before tree, BQAS_OFFLINE_POOL={pool}: {before_wall:.2f} s wall / {before_cpu:.2f} s CPU"
+                        " of the bqas process",
+                        flush=True,
+                    )
                 ratios[pool].append(auto_wall / bound)
                 ratios_warm[pool].append((auto_wall - start_wall) / bound)
                 print(
@@ -129,6 +161,9 @@ def main() -> None:
             f" {statistics.median(r):.2f} (without start-up: min {min(w):.2f} median {statistics.median(w):.2f});"
             f" target <= 1.25: {'met' if min(r) <= 1.25 else 'MISSED'}"
         )
+        if vs_before[pool]:
+            v = vs_before[pool]
+            print(f"  after / before (paired wall): min {min(v):.2f} median {statistics.median(v):.2f}")
     print(f"load average after the runs: {os.getloadavg()}")
 
 

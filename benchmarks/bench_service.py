@@ -15,10 +15,13 @@ Offered load: each client sends its next request ``--think`` seconds after the p
 once, a closed loop that saturates the server; the p99 is then about clients / throughput, queueing
 rather than service time). ``--servers`` runs server variants one after the other with the same
 workloads: ``default`` (the defaults), ``threads`` (``BQAS_OFFLINE_POOL=threads``: the offline tier in
-worker threads, as before worker processes), ``no-review`` (``BQAS_REVIEW=false``).
+worker threads, as before worker processes), ``no-review`` (``BQAS_REVIEW=false``), and with ``--before
+SRC`` ``before`` (the defaults of another source tree: ``PYTHONPATH=SRC``, the same venv, e.g. a ``git
+worktree`` of an earlier commit).
 
 Run: nice .venv/bin/python benchmarks/bench_service.py [--duration 30] [--concurrency 32] [--think 0]
-     [--judge voice rag healthz] [--servers default threads no-review] [--repeat 1]
+     [--judge voice rag healthz] [--servers default threads no-review before] [--repeat 1]
+     [--before /tmp/before/src]
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ SERVER_ENV = {
     "default": {},
     "threads": {"BQAS_OFFLINE_POOL": "threads"},
     "no-review": {"BQAS_REVIEW": "false"},
+    "before": {},  # PYTHONPATH=--before (set in main)
 }
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -219,7 +223,12 @@ def main() -> None:
     parser.add_argument("--judge", nargs="+", choices=KINDS, default=["voice", "rag"])
     parser.add_argument("--servers", nargs="+", choices=sorted(SERVER_ENV), default=["default"])
     parser.add_argument("--repeat", type=int, default=1, help="rounds over the server variants (min and median)")
+    parser.add_argument("--before", type=Path, help="the source tree (its src/) of the 'before' server variant")
     args = parser.parse_args()
+    if "before" in args.servers:
+        if args.before is None:
+            parser.error("--servers before needs --before SRC")
+        SERVER_ENV["before"] = {"PYTHONPATH": str(args.before.resolve())}
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="bqas-bench-") as tmp:
         for rnd in range(args.repeat):
