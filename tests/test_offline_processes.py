@@ -328,6 +328,28 @@ def test_auto_gives_a_run_of_many_samples_worker_processes(
     assert len(scored) == 6 and all(r["backend"] == "offline+llm" for r in scored)
 
 
+def test_bqas_score_goes_through_the_same_rule(
+    tmp_path: Path, bqas_home: Path, monkeypatch: pytest.MonkeyPatch, processes: None
+) -> None:
+    """``bqas score`` announces its sample count: at the threshold worker processes, below it threads."""
+    from typer.testing import CliRunner
+
+    from bqas.cli.main import app
+
+    monkeypatch.setenv("BQAS_OFFLINE_POOL", "auto")
+    path = tmp_path / "samples.jsonl"
+    path.write_text("".join(json.dumps({**VOICE, "id": f"v{i}"}) + "\n" for i in range(3)), encoding="utf-8")
+    outputs = {}
+    for threshold, pools in (("4", 0), ("3", 1)):
+        monkeypatch.setenv("BQAS_OFFLINE_PROCESSES_FROM", threshold)
+        result = CliRunner().invoke(app, ["score", str(path), "-j", "voice", "--backend", "offline"])
+        assert result.exit_code == 0, result.output
+        assert len(dispatch._POOLS) == pools  # 3 samples: threads below a threshold of 4, processes at 3
+        lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+        outputs[threshold] = [{k: v for k, v in r.items() if k != "latency_ms"} for r in lines]
+    assert len(outputs["3"]) == 3 and outputs["3"] == outputs["4"]
+
+
 def test_bqas_run_in_processes_writes_what_threads_write(
     tmp_path: Path, bqas_home: Path, monkeypatch: pytest.MonkeyPatch, processes: None
 ) -> None:
