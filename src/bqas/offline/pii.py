@@ -31,7 +31,7 @@ import itertools
 import re
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 __all__ = ["KINDS", "PiiFinding", "detect_pii", "mask_pii"]
@@ -89,7 +89,7 @@ def detect_pii(text: str, language: str = "de", *, kinds: Collection[str] | None
     for kind in KINDS:
         if kind in wanted:
             found.extend(finders[kind](text, lang))
-    if wanted & {"person", "address"} and any(_is_han(ch) for ch in text):
+    if wanted & {"person", "address"} and _has_han(text):
         found = _with_chinese_ner(text, found, wanted)
     return _resolve_overlaps(found)
 
@@ -261,7 +261,7 @@ def _phone_cue() -> re.Pattern[str]:
 
 def _find_phones(text: str, lang: str) -> list[PiiFinding]:
     """Phone numbers that libphonenumber says are valid for one of the language's regions."""
-    if sum(ch.isdigit() for ch in text) < 7:
+    if sum(map(str.isdigit, text)) < 7:  # map: no Python frame per character
         return []
     import phonenumbers  # lazy: ~20 ms import
 
@@ -344,7 +344,7 @@ def _find_addresses(text: str, lang: str) -> list[PiiFinding]:
     """Postal addresses; every pattern runs (answers mix languages), only confidence is shared."""
     de_street, postcode_only, en_street, zh_street = _address_patterns()
     out: list[PiiFinding] = []
-    if any(ch.isdigit() for ch in text):
+    if any(map(str.isdigit, text)):
         out += [_make("address", text, m.start(), m.end(), "regex:street_de", 0.85) for m in de_street.finditer(text)]
         out += [_make("address", text, m.start(), m.end(), "regex:postcode", 0.7) for m in postcode_only.finditer(text)]
         out += [_make("address", text, m.start(), m.end(), "regex:street_en", 0.8) for m in en_street.finditer(text)]
@@ -490,17 +490,31 @@ def _tokens(text: str) -> list[_Tok]:
     return [_Tok(m.group(0), m.start(), m.end()) for m in _word_pattern().finditer(text)]
 
 
+# The word predicates below are pure functions of the word and run several times per token; texts repeat
+# their words, so they are remembered (they were a third of detect_pii's cost on German RAG text, issue 15).
+@lru_cache(maxsize=16384)
 def _is_cap(word: str) -> bool:
     """Capitalised like a name: ``Müller``, ``McDonald``, ``O'Brien``, not ``SPD``, not ``iPhone``."""
     return len(word) >= 2 and word[0].isupper() and any(ch.islower() for ch in word[1:])
 
 
+@lru_cache(maxsize=16384)
 def _is_role(word: str) -> bool:
     return _is_cap(word) and _person_patterns()[0].search(word) is not None
 
 
 def _nameish(word: str, lex: _Lexicon) -> bool:
     """Could be (part of) a name: capitalised, no function word, no common-noun ending, no role noun."""
+    return _nameish_default(word) if lex is _lexicon() else _nameish_with(word, lex)
+
+
+@lru_cache(maxsize=16384)
+def _nameish_default(word: str) -> bool:
+    """:func:`_nameish` with the shipped name lists (remembered per word)."""
+    return _nameish_with(word, _lexicon())
+
+
+def _nameish_with(word: str, lex: _Lexicon) -> bool:
     if not _is_cap(word) or word in lex.not_names or word in _TITLE_CUES or word in _ACADEMIC:
         return False
     if word in _PLACE_HEADS:
@@ -714,7 +728,7 @@ def _context_spans(text: str, toks: list[_Tok], lex: _Lexicon) -> Iterator[tuple
     for i, tok in enumerate(toks):
         if not _nameish(tok.text, lex) or _is_pseudonym(text, tok):
             continue
-        if context.search(text[max(0, tok.start - 30) : tok.start]) is None:
+        if not _may_end_context(text, tok.start) or context.search(text[max(0, tok.start - 30) : tok.start]) is None:
             continue
         known = _known(tok.text, lex)
         nxt_cap = i + 1 < len(toks) and _adjacent(text, tok, toks[i + 1]) and _is_cap(toks[i + 1].text)
@@ -722,6 +736,23 @@ def _context_spans(text: str, toks: list[_Tok], lex: _Lexicon) -> Iterator[tuple
         if not known and tok.text.endswith("er") and nxt_cap and not _nameish(toks[i + 1].text, lex):
             continue
         yield i, _extend_name(text, toks, i, lex, 3), "name:context_cue", 0.8 if known else 0.6
+
+
+# The last characters of the context phrases of _person_patterns (zu/über, an/für, von/des/der, familie,
+# namens, heißt/heiße/hieß, name ist/lautet, name:, schüler:, liebe/lieber, hallo, dear, named/called,
+# my name is, mother of, note on, letter to), matched with the same case-insensitivity.
+_CONTEXT_LAST_RE = re.compile(r"(?i)[urnsetß:odf]")
+
+
+def _may_end_context(text: str, start: int, window: int = 30) -> bool:
+    """Cheap necessary condition for the context pattern to match ``text[start - window : start]``: every
+    phrase ends in one of ``_CONTEXT_LAST_RE``'s characters and is followed by whitespace up to ``start``,
+    so most words are ruled out without trying the phrases at each of the 30 positions."""
+    lo = max(0, start - window)
+    end = start
+    while end > lo and text[end - 1].isspace():
+        end -= 1
+    return lo < end < start and _CONTEXT_LAST_RE.match(text, end - 1) is not None
 
 
 def _list_spans(text: str, toks: list[_Tok], lex: _Lexicon, used: list[bool]) -> Iterator[tuple[int, int, str, float]]:
@@ -809,6 +840,15 @@ def _is_han(ch: str) -> bool:
     return "\u4e00" <= ch <= "\u9fff"
 
 
+_HAN_CHAR_RE = re.compile("[\u4e00-\u9fff]")  # the range of _is_han
+
+
+def _has_han(text: str) -> bool:
+    """Whether ``text`` has a character for which :func:`_is_han` holds (one regex scan, not a Python call
+    per character)."""
+    return _HAN_CHAR_RE.search(text) is not None
+
+
 def _zh_boundary_before(text: str, pos: int) -> bool:
     """Whether a word ends right before ``pos`` (start, punctuation, a function character or a cue)."""
     if pos == 0 or text[pos - 1] in _ZH_BOUNDARY_CHARS or not _is_han(text[pos - 1]):
@@ -867,7 +907,7 @@ def _zh_name_after(text: str, pos: int, surnames: Sequence[str]) -> tuple[int, i
 
 def _chinese_persons(text: str) -> list[PiiFinding]:
     """Chinese names with a cue after (张伟同学, 李老师) or before (学生张伟, 叫王芳)."""
-    if not any(_is_han(ch) for ch in text):
+    if not _has_han(text):
         return []
     surnames = _lexicon().zh_surnames
     out: list[PiiFinding] = []
