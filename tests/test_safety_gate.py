@@ -63,3 +63,26 @@ def test_a_surname_that_is_a_big_city_is_no_name() -> None:
 
 def test_empty_answer_passes_with_a_note() -> None:
     assert _gate("   ") == ("pass", "empty text")
+
+
+def test_two_methods_on_one_answer_run_the_rules_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rag_privacy reads the answer with pii_gate and pii_list: the rules run once, both get the findings."""
+    from bqas.offline import safety
+
+    calls: list[str] = []
+    real = safety.detect_pii
+
+    def counting(text: str, language: str = "de") -> list[safety.PiiFinding]:
+        calls.append(text)
+        return real(text, language)
+
+    monkeypatch.setattr(safety, "detect_pii", counting)
+    safety._detect.cache_clear()
+    text = "Bitte Frau Sabine Köhler unter 030 1234567 anrufen {name} <b>x</b>"
+    ctx = OfflineContext(language="de")
+    gate = get_method("pii_gate")({"text": text}, ctx)
+    listed = get_method("pii_list")({"text": text}, ctx)
+    assert calls == [text]
+    assert gate.value == "fail" and listed.value == ["person: Sabine Köhler", "phone: 030 1234567"]
+    listed.value.append("changed by a caller")  # a caller's change to one result reaches no other
+    assert get_method("pii_list")({"text": text}, ctx).value == ["person: Sabine Köhler", "phone: 030 1234567"]

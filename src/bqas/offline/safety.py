@@ -13,6 +13,7 @@ possible names but do not fail the answer.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from bqas.offline.manipulation import judge_manipulation
@@ -39,7 +40,14 @@ def _text_input(inputs: Mapping[str, Any]) -> str:
 
 def _findings(inputs: Mapping[str, Any], ctx: OfflineContext) -> tuple[str, list[PiiFinding]]:
     text = _text_input(inputs)
-    return text, detect_pii(text, ctx.language) if text.strip() else []
+    return text, list(_detect(text, ctx.language)) if text.strip() else []
+
+
+@lru_cache(maxsize=256)
+def _detect(text: str, language: str) -> tuple[PiiFinding, ...]:
+    # Remembered per text: a judge reads one answer with two methods (rag_privacy: pii_gate and pii_list),
+    # and the findings are frozen, so both get the same answer for the cost of one.
+    return tuple(detect_pii(text, language))
 
 
 def _summary(findings: list[PiiFinding]) -> list[dict[str, Any]]:
