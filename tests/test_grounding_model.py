@@ -208,3 +208,55 @@ def test_one_sentence_context_has_no_zero_second_best_similarity() -> None:
     two = [*one, "Many tourists visit the area in summer."]
     f2 = _prob("The Rhine Falls are 23 metres high.", two).features
     assert f2["sim2_mean"] < f2["sim_mean"] and f2["sim_gap_weakest"] > 0.0
+
+
+def _features(answer: str, query: str = "") -> dict[str, float]:
+    return _prob(answer, query=query).features
+
+
+def test_restating_the_question_is_not_novelty_but_an_added_phrase_is() -> None:
+    """Query-aware novelty: words of the question are not inventions; a run of new words (an added
+    detail) is measured as a run, scattered single words are not."""
+    restated = _features("The Rhine Falls in northern Switzerland are 23 metres high.", "How tall is the waterfall?")
+    asked = _features("The waterfall is tall: the Rhine Falls are 23 metres high.", "How tall is the waterfall?")
+    assert asked["novel_share"] > 0 and asked["novel_share_q"] < asked["novel_share"]
+    assert restated["novel_run_max"] == 0.0 and restated["novel_runs"] == 0.0
+    added = _features("The Rhine Falls are 23 metres high and popular with Japanese honeymoon photographers.")
+    assert added["novel_run_max"] >= math.log1p(4) and added["novel_runs"] > 0 and added["weak_claims"] > 0
+    assert _features("The Rhine Falls are 23 metres high, 150 metres wide and 4711 years old.")["novel_digits"] > 0
+    assert _features(GROUNDED)["novel_digits"] == 0.0
+
+
+def test_chinese_novelty_uses_character_bigrams() -> None:
+    facts = ["莱茵瀑布位于瑞士北部。瀑布高23米，宽150米。"]
+    same = unfaithful_probability("莱茵瀑布高23米。", facts, OfflineContext(language="zh"), "莱茵瀑布有多高？")
+    added = unfaithful_probability("莱茵瀑布高23米，由拿破仑发现。", facts, OfflineContext(language="zh"))
+    assert isinstance(same, GroundingProbability) and isinstance(added, GroundingProbability)
+    assert same.features["novel_share_q"] == 0.0 and added.features["novel_run_max"] > 0
+
+
+def test_llm_like_perturbations_generalise_misattribute_and_add_detail() -> None:
+    """The perturbation kinds that look like LLM inventions, in English, German and Chinese."""
+    import random
+
+    assert gd._generalise("Some visitors may stay longer.", "en") == "All visitors may stay longer."
+    assert gd._generalise("Einige Schüler kommen oft zu spät.", "de") == "Alle Schüler kommen oft zu spät."
+    assert gd._generalise("他可能会来。", "zh") == "他一定会来。"
+    assert gd._generalise("The falls are 23 metres high.", "en") is None
+    rng = random.Random(1)
+    passage = "The plan was made by Anna Weber. It was signed by Carl Brandt in the end."
+    assert (
+        gd._misattribute("The plan was made by Anna Weber.", passage, rng, "en") == "The plan was made by Carl Brandt."
+    )
+    assert gd._misattribute("The plan was made by Anna Weber.", "The plan was made by Anna Weber.", rng, "en") is None
+    detail = gd._add_detail("桥梁通车了。", ["上海"], [], rng, "zh")
+    assert detail is not None and "上海" in detail and detail.startswith("桥梁通车了")
+    assert gd._add_detail("The bridge opened.", [], [], rng, "en") is None
+    passages = [
+        ("Many visitors come in summer. The museum was founded by Anna Weber and later run by Carl Brandt.", "en"),
+        ("The old bridge was opened in 1889 by the mayor. It often floods in spring.", "en"),
+        ("Einige Räume sind oft geschlossen. Die Bibliothek wurde von Maria Huber gegründet.", "de"),
+    ]
+    kinds = gd.synthesize(passages, "t", seed=2, per_passage=12)
+    unfaithful = [e.answer for e in kinds if e.label == 1]
+    assert any(a.startswith(("All visitors", "Alle Räume")) or " always " in a for a in unfaithful)

@@ -36,7 +36,7 @@ def train_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic perturbations and the fit.")] = 0,
     model_id: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--model-id", help="Model id (default: grounding-lr-<embedder>-<date>-s<seed>)."),
+        typer.Option("--model-id", help="Model id (default: grounding-lr<recipe>-<embedder>-<date>-s<seed>)."),
     ] = None,
 ) -> None:
     """Refit the scorer on the licensed datasets in --data plus seeded synthetic perturbations.

@@ -577,6 +577,10 @@ class ClaimCheck:
     supported: bool = True
     invented_fact: bool = False
     reason: str = ""
+    #: Its content stems (Latin stems, then CJK bigrams) and for each whether the contexts lack it; the
+    #: learned scorer's novelty features read them instead of matching the stems a second time.
+    stems: tuple[str, ...] = ()
+    unfound: tuple[bool, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"claim": self.text, "supported": self.supported, "reason": self.reason}
@@ -644,6 +648,11 @@ def _context_for(facts: list[str]) -> _Context:
         while len(_CONTEXTS) > _CONTEXT_CACHE_SIZE:
             _CONTEXTS.popitem(last=False)
     return built
+
+
+def context_words(facts: list[str]) -> set[str]:
+    """The contexts' (folded) words, from the cached analysis context."""
+    return _context_for(facts).word_set
 
 
 def _build_context(facts: list[str]) -> _Context:
@@ -721,7 +730,12 @@ def analyse_grounding(answer: str, facts: list[str], ctx: OfflineContext, query:
         else:
             latin = [s for s in stems if not CJK_RE.search(s)]
             grams = [s for s in stems if CJK_RE.search(s)]
-            hits = sum(stems_found(latin, context.stems)) + sum(1 for g in grams if g in context.bigrams)
+            claim.stems = (*latin, *grams)
+            claim.unfound = (
+                *(not f for f in stems_found(latin, context.stems)),
+                *(g not in context.bigrams for g in grams),
+            )
+            hits = len(claim.unfound) - sum(claim.unfound)
             claim.lexical_overlap = hits / len(stems) if stems else 0.0
         claims.append(claim)
 

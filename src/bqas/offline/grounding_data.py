@@ -10,7 +10,7 @@ Loaders turn the shared datasets (``../shared/datasets``, see its README) into :
   models"). :func:`load_training` refuses it.
 
 HaluEval (``hallucination_en``, MIT) has no reference text, so no grounding feature can be computed on it;
-it is not loaded.
+it is not trained on (:func:`load_halueval` loads it for the benchmark, which shows it as unscored).
 """
 
 from __future__ import annotations
@@ -98,6 +98,14 @@ def load_memerag(path: Path, language: str | None = None) -> list[Example]:
     return out
 
 
+def load_halueval(path: Path) -> list[Example]:
+    """HaluEval general (MIT): open chat answers with a hallucinated label and *no* facts (so the learned
+    scorer leaves every one unscored; the benchmark shows that rather than skipping the set)."""
+    return [
+        Example(r["answer"], (), r["question"], int(bool(r["hallucinated"])), "halueval", "en") for r in _rows(path)
+    ]
+
+
 #: Trainable datasets: file name -> loader. MEMERAG, XNLI and OCNLI are deliberately absent.
 TRAINABLE: dict[str, tuple[str, Callable[[Path], list[Example]]]] = {
     "mtrag": ("rag_faithfulness_en.jsonl", load_mtrag),
@@ -163,13 +171,101 @@ def _swap_entity(sentence: str, pool: list[str], rng: random.Random, language: s
     return sentence[: m.start()] + other + sentence[m.end() :]
 
 
+#: Over-generalisation: a hedge or quantifier of the passage made absolute ("some" -> "all").
+_GENERALISE: dict[str, dict[str, str]] = {
+    "en": {
+        "some": "all",
+        "many": "all",
+        "several": "all",
+        "most": "all",
+        "often": "always",
+        "usually": "always",
+        "sometimes": "always",
+        "may": "will",
+        "might": "will",
+        "can": "will always",
+    },
+    "de": {
+        "einige": "alle",
+        "viele": "alle",
+        "manche": "alle",
+        "meisten": "allen",
+        "oft": "immer",
+        "häufig": "immer",
+        "meist": "immer",
+        "manchmal": "immer",
+        "kann": "wird immer",
+        "könnte": "wird",
+    },
+    "zh": {
+        "一些": "所有",
+        "部分": "全部",
+        "许多": "所有",
+        "大多": "全都",
+        "经常": "总是",
+        "有时": "总是",
+        "可能": "一定",
+    },
+}
+#: Added detail: a name or year of another passage attached to a sentence of this one.
+_DETAIL = {
+    "en": ("{s}, according to {name}.", "{s}, including {name}.", "{s} in {year}."),
+    "de": ("{s}, so {name}.", "{s}, darunter {name}.", "{s} im Jahr {year}."),
+    "zh": ("{s}，据{name}称。", "{s}，包括{name}。", "{s}（{year}年）。"),
+}
+_YEAR = re.compile(r"(?<!\d)(1[5-9]\d\d|20[0-2]\d)(?!\d)")
+
+
+def _generalise(sentence: str, language: str) -> str | None:
+    table = _GENERALISE.get(language, _GENERALISE["en"])
+    if language == "zh":
+        for word, absolute in table.items():
+            if word in sentence:
+                return sentence.replace(word, absolute, 1)
+        return None
+    for m in re.finditer(r"\w+", sentence):
+        found = table.get(m.group(0).casefold())
+        if found is not None:
+            word = found[0].upper() + found[1:] if m.group(0)[0].isupper() else found
+            return sentence[: m.start()] + word + sentence[m.end() :]
+    return None
+
+
+def _misattribute(sentence: str, passage: str, rng: random.Random, language: str) -> str | None:
+    """Wrong attribution: a name of the sentence replaced by *another name of the same passage*."""
+    pattern = _ZH_NAME if language == "zh" else _CAP
+    here = list(pattern.finditer(sentence))
+    others = sorted({m.group(0) for m in pattern.finditer(passage)} - {m.group(0) for m in here})
+    if not here or not others:
+        return None
+    m = rng.choice(here)
+    return sentence[: m.start()] + rng.choice(others) + sentence[m.end() :]
+
+
+def _add_detail(sentence: str, names: list[str], years: list[str], rng: random.Random, language: str) -> str | None:
+    templates = _DETAIL.get(language, _DETAIL["en"])
+    stem = sentence.rstrip(" .。!！")
+    usable = [t for t in templates if ("{name}" in t and names) or ("{year}" in t and years)]
+    if not usable:
+        return None
+    template = rng.choice(usable)
+    return template.format(s=stem, name=rng.choice(names) if names else "", year=rng.choice(years) if years else "")
+
+
 def _passage_sentences(text: str) -> list[str]:
     return [s for s in split_sentences(text) if len(s) >= 25 and (CJK_RE.search(s) or len(s.split()) >= 5)]
 
 
+#: Perturbation kinds, drawn uniformly; "invent" (a sentence of another passage inserted) twice as
+#: often. Kinds that do not apply to the chosen sentence fall back to "invent".
+KINDS = ("negate", "number", "entity", "invent", "invent", "generalise", "attribute", "detail")
+
+
 def synthesize(passages: list[tuple[str, str]], source: str, seed: int, per_passage: int = 1) -> list[Example]:
-    """Faithful copies and unfaithful perturbations (negation, changed number, swapped name, an invented
-    sentence taken from another passage) of ``passages`` = [(text, language)], seeded.
+    """Faithful copies and unfaithful perturbations of ``passages`` = [(text, language)], seeded: negation,
+    changed number, swapped name, an invented sentence taken from another passage, and the kinds LLM
+    inventions take: over-generalisation ("some" -> "all", "可能" -> "一定"), wrong attribution (a name
+    of the same passage in the wrong place) and an added detail (a name or year of another passage).
 
     A faithful example is 1-3 consecutive sentences of a passage; each unfaithful one starts from such a
     span and changes one sentence (or adds one from another passage of the same language). The facts are
@@ -177,12 +273,14 @@ def synthesize(passages: list[tuple[str, str]], source: str, seed: int, per_pass
     rng = random.Random(seed)
     by_lang: dict[str, list[list[str]]] = {}
     names: dict[str, list[str]] = {}
+    years: dict[str, list[str]] = {}
     for text, lang in passages:
         sents = _passage_sentences(text)
         if sents:
             by_lang.setdefault(lang, []).append(sents)
             pattern = _ZH_NAME if lang == "zh" else _CAP
             names.setdefault(lang, []).extend(m.group(0) for s in sents for m in pattern.finditer(s))
+            years.setdefault(lang, []).extend(m.group(0) for s in sents for m in _YEAR.finditer(s))
     out: list[Example] = []
     for text, lang in passages:
         sents = _passage_sentences(text)
@@ -193,9 +291,18 @@ def synthesize(passages: list[tuple[str, str]], source: str, seed: int, per_pass
             span = sents[start : start + rng.choice((1, 2, 3))]
             out.append(Example(" ".join(span), (text,), "", 0, f"synthetic:{source}", lang))
             k = rng.randrange(len(span))
-            kind = rng.choice(("negate", "number", "entity", "invent", "invent"))
+            kind = rng.choice(KINDS)
             changed: str | None = None
-            if kind == "negate":
+            if kind == "generalise":
+                changed = _generalise(span[k], lang)
+            elif kind == "attribute":
+                changed = _misattribute(span[k], text, rng, lang)
+            elif kind == "detail":
+                # A name/year of *another* passage: plausible, on topic, and not in this one's facts.
+                pool_names = [n for n in names.get(lang, []) if n not in text]
+                pool_years = [y for y in years.get(lang, []) if y not in text]
+                changed = _add_detail(span[k], pool_names, pool_years, rng, lang)
+            elif kind == "negate":
                 changed = _negate(span[k], lang)
             elif kind == "number":
                 changed = _change_number(span[k], rng)

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from bqas.offline._textutil import CJK_RE, cjk_bigrams, content_stems, stems_found, words
-from bqas.offline.grounding import GroundingAnalysis
+from bqas.offline.grounding import ClaimCheck, GroundingAnalysis, context_words
 
 #: Feature names, in the order of the model's coefficient vector.
 FEATURE_NAMES: tuple[str, ...] = (
@@ -46,6 +46,18 @@ FEATURE_NAMES: tuple[str, ...] = (
     "uncheckable_share",  # share of sentences too short or questions
     "length_ratio",  # log of answer characters / context characters
     "qa_relevance",  # cosine of the question and the answer (0 without a question)
+    # Novelty against the contexts *and the question* (restating what was asked is no invention):
+    "novel_share_q",  # share of the answer's content words in neither the contexts nor the question
+    "novel_words_q",  # log1p of their number
+    "novel_weakest_q",  # the highest such share in one claim
+    "novel_run_max",  # log1p of the longest run of consecutive such words in one claim (an added phrase)
+    "novel_runs",  # log1p of the number of runs of >= 2 such words (added details)
+    "weak_claims",  # log1p of the number of claims with more than a third of such words
+    "novel_digits",  # log1p of the digit tokens in neither the contexts nor the question
+    # The same, as shares of the claims, so that they do not grow with the answer's length:
+    "novel_runs_share",  # share of claims with a run of >= 2 words in neither the contexts nor the question
+    "weak_claims_q_share",  # share of claims with more than a third of such words
+    "most_novel_sim",  # best context-sentence cosine of the claim with the highest share of such words
 )
 
 _NEGATIONS = frozenset(
@@ -156,8 +168,62 @@ def _mean(values: Iterable[float]) -> float:
     return float(sum(vals) / len(vals)) if vals else 0.0
 
 
+def _novelty(claims: list[ClaimCheck], facts: list[str], query: str) -> tuple[list[float], list[float]]:
+    """The query-aware novelty features: per claim, which content words occur in neither the contexts
+    nor the question, and how they cluster (an invented detail is a run of new words; a paraphrase
+    scatters single ones). The analysis already matched each stem against the contexts; only the ones
+    it did not find are matched against the (short) question here.
+
+    Returns the features (the ``novel_share_q`` ... ``weak_claims_q_share`` block without the last) and
+    each claim's share of such words."""
+    vocab = context_words(facts)
+    q_stems, q_bigrams, q_vocab = set(content_stems(query)), set(cjk_bigrams(query)), set(words(query))
+    total = novel = run_max = runs = weak = digits = run_claims = 0
+    weakest = 0.0
+    shares: list[float] = []
+    for claim in claims:
+        flags = [
+            new and not (g in q_bigrams if CJK_RE.search(g) else stems_found([g], q_stems)[0])
+            for g, new in zip(claim.stems, claim.unfound, strict=True)
+        ]
+        digits += sum(1 for t in words(claim.text) if t.isdigit() and t not in vocab and t not in q_vocab)
+        if not flags:
+            shares.append(0.0)
+            continue
+        k = sum(flags)
+        shares.append(k / len(flags))
+        total += len(flags)
+        novel += k
+        weakest = max(weakest, k / len(flags))
+        weak += k / len(flags) > 1 / 3
+        run = claim_runs = 0
+        for new in flags:
+            run = run + 1 if new else 0
+            run_max = max(run_max, run)
+            claim_runs += run == 2
+        runs += claim_runs
+        run_claims += claim_runs > 0
+    n = max(1, len(claims))
+    features = [
+        novel / total if total else 0.0,
+        math.log1p(novel),
+        weakest,
+        math.log1p(run_max),
+        math.log1p(runs),
+        math.log1p(weak),
+        math.log1p(digits),
+        run_claims / n,
+        weak / n,
+    ]
+    return features, shares
+
+
 def grounding_features(
-    analysis: GroundingAnalysis, answer: str, facts: list[str], qa_relevance: float | None = None
+    analysis: GroundingAnalysis,
+    answer: str,
+    facts: list[str],
+    qa_relevance: float | None = None,
+    query: str = "",
 ) -> list[float] | None:
     """The feature vector (in ``FEATURE_NAMES`` order), or None when no claim could be checked."""
     checkable = analysis.checkable
@@ -196,6 +262,7 @@ def grounding_features(
     novel = 1.0 - sum(v * k for v, k in zip(lex, sizes, strict=True)) / sum(sizes) if sum(sizes) else 0.0
     joined_len = sum(len(f) for f in facts)
     n = len(checkable)
+    novelty, shares = _novelty(checkable, facts, query)
     return [
         sum(1 for c in checkable if c.supported) / n,
         float(best[weakest]),
@@ -222,4 +289,6 @@ def grounding_features(
         1.0 - n / len(analysis.claims),
         math.log((len(answer) + 1) / (joined_len + 1)),
         qa_relevance if qa_relevance is not None else 0.0,
+        *novelty,
+        float(best[int(np.argmax(shares))]),
     ]

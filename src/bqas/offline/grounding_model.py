@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from bqas.offline._textutil import as_list, as_text, is_non_answer
 from bqas.offline.grounding import analyse_grounding
 from bqas.offline.grounding_features import FEATURE_NAMES, grounding_features
+from bqas.offline.logistic import StandardisedLinear, sigmoid
 from bqas.offline.methods import MethodResult, OfflineContext, offline_method
 
 if TYPE_CHECKING:
@@ -52,14 +52,15 @@ class GroundingModel:
     piecewise-linear calibration map."""
 
     model_id: str
-    features: tuple[str, ...]
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    coef: tuple[float, ...]
-    intercept: float
+    linear: StandardisedLinear
     calibration: tuple[tuple[float, float], ...]  # (raw probability, calibrated probability) knots
     threshold: float  # p_unfaithful >= threshold -> the invention gate fails
     card: Mapping[str, Any]
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        """The features the model uses, in coefficient order."""
+        return self.linear.features
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str = "model") -> GroundingModel:
@@ -70,20 +71,13 @@ class GroundingModel:
         unknown = [f for f in feats if f not in FEATURE_NAMES]
         if not feats or unknown:
             raise ValueError(f"{where}: field 'features' has names this version does not compute: {unknown}")
-        n = len(feats)
-        for key in ("mean", "scale", "coef"):
-            if len(data.get(key) or ()) != n:
-                raise ValueError(f"{where}: field {key!r} must have {n} numbers")
+        linear = StandardisedLinear.from_json(data, where)
         knots = tuple((float(a), float(b)) for a, b in data.get("calibration") or ())
         if len(knots) < 2 or any(b[0] < a[0] for a, b in itertools.pairwise(knots)):
             raise ValueError(f"{where}: field 'calibration' must be >= 2 knots sorted by raw probability")
         return cls(
             model_id=str(data["model_id"]),
-            features=feats,
-            mean=tuple(float(x) for x in data["mean"]),
-            scale=tuple(float(x) or 1.0 for x in data["scale"]),
-            coef=tuple(float(x) for x in data["coef"]),
-            intercept=float(data["intercept"]),
+            linear=linear,
             calibration=knots,
             threshold=float(data["threshold"]),
             card=dict(data.get("card") or {}),
@@ -91,11 +85,7 @@ class GroundingModel:
 
     def raw_probability(self, x: Sequence[float]) -> float:
         """The logistic model's probability before calibration (``x`` in ``FEATURE_NAMES`` order)."""
-        used = [x[FEATURE_NAMES.index(f)] for f in self.features]
-        z = self.intercept + sum(
-            c * (v - m) / s for c, v, m, s in zip(self.coef, used, self.mean, self.scale, strict=True)
-        )
-        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+        return sigmoid(self.linear.logit(x[FEATURE_NAMES.index(f)] for f in self.features))
 
     def probability(self, x: Sequence[float]) -> float:
         """The calibrated probability that the answer is unfaithful."""
@@ -150,7 +140,7 @@ def feature_vector(answer: str, facts: list[str], ctx: OfflineContext, query: st
         from bqas.offline.relevance import relevance_similarity
 
         relevance = relevance_similarity(query, answer, ctx)[0]
-    return grounding_features(analysis, answer, facts, relevance)
+    return grounding_features(analysis, answer, facts, relevance, query)
 
 
 def unfaithful_probability(
