@@ -94,6 +94,14 @@ def _rules(feats: Featurized, examples: list[Example]) -> tuple[list[float | Non
     return share, gate
 
 
+def set_kinds(kinds: str) -> None:
+    """Use these synthetic perturbation kinds (``negate,number,entity,invent,invent`` = recipe 1's)."""
+    from bqas.offline import grounding_data as gd
+
+    if kinds:
+        gd.KINDS = tuple(k.strip() for k in kinds.split(",") if k.strip())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "datasets")
@@ -101,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", type=Path, default=None, help="feature cache (JSON Lines)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
+    parser.add_argument("--kinds", default="", help="synthetic perturbation kinds (bench_grounding_recipes.py)")
     args = parser.parse_args(argv)
+    set_kinds(args.kinds)
 
     train_examples = build_examples(args.data, args.scenarios, args.seed)
     memerag_path = args.data / "rag_faithfulness_memerag.jsonl"

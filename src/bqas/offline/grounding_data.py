@@ -258,7 +258,7 @@ def _passage_sentences(text: str) -> list[str]:
 
 #: Perturbation kinds, drawn uniformly; "invent" (a sentence of another passage inserted) twice as
 #: often. Kinds that do not apply to the chosen sentence fall back to "invent".
-KINDS = ("negate", "number", "entity", "invent", "invent", "generalise", "attribute", "detail")
+KINDS: tuple[str, ...] = ("negate", "number", "entity", "invent", "invent", "generalise", "attribute", "detail")
 
 
 def synthesize(passages: list[tuple[str, str]], source: str, seed: int, per_passage: int = 1) -> list[Example]:
