@@ -39,7 +39,7 @@ RECIPES: dict[str, gt.Recipe] = {
     "length-free-weakest": gt.Recipe(4, candidates=gt.LENGTH_FREE + _NOT_LENGTH_FREE_MINMAX),
     "length-free-worst-t": gt.Recipe(4, candidates=gt.LENGTH_FREE, threshold_objective="worst"),
     "length-free-mean": gt.Recipe(4, candidates=gt.LENGTH_FREE, selection="mean"),
-    "length-free-supported": gt.Recipe(4, candidates=gt.LENGTH_FREE, forced=("share_supported",)),
+    "length-free-supported": gt.SHIPPED,  # shipped since 2026-12-01 (with grounding_data.KINDS)
     "length-free-sim": gt.Recipe(4, candidates=gt.LENGTH_FREE, forced=("sim_mean",)),
 }
 
@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated recipe names (default: all)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     parser.add_argument(
-        "--kinds", default="", help="synthetic perturbation kinds, comma-separated (default: grounding_data.KINDS)"
+        "--kinds", default="", help="synthetic perturbation kinds, comma-separated (default: grounding_data.KINDS; the LLM-like set: "
+        "negate,number,entity,invent,invent,generalise,attribute,detail)"
     )
     args = parser.parse_args(argv)
     set_kinds(args.kinds)

@@ -235,7 +235,7 @@ def test_chinese_novelty_uses_character_bigrams() -> None:
     assert same.features["novel_share_q"] == 0.0 and added.features["novel_run_max"] > 0
 
 
-def test_llm_like_perturbations_generalise_misattribute_and_add_detail() -> None:
+def test_llm_like_perturbations_generalise_misattribute_and_add_detail(monkeypatch: pytest.MonkeyPatch) -> None:
     """The perturbation kinds that look like LLM inventions, in English, German and Chinese."""
     import random
 
@@ -257,6 +257,8 @@ def test_llm_like_perturbations_generalise_misattribute_and_add_detail() -> None
         ("The old bridge was opened in 1889 by the mayor. It often floods in spring.", "en"),
         ("Einige Räume sind oft geschlossen. Die Bibliothek wurde von Maria Huber gegründet.", "de"),
     ]
+    # Not the shipped kinds (grounding_data.KINDS); bench_grounding_recipes.py --kinds measures them.
+    monkeypatch.setattr(gd, "KINDS", gd.LLM_LIKE_KINDS)
     kinds = gd.synthesize(passages, "t", seed=2, per_passage=12)
     unfaithful = [e.answer for e in kinds if e.label == 1]
     assert any(a.startswith(("All visitors", "Alle Räume")) or " always " in a for a in unfaithful)
