@@ -86,8 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated recipe names (default: all)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     parser.add_argument(
-        "--kinds", default="", help="synthetic perturbation kinds, comma-separated (default: grounding_data.KINDS; the LLM-like set: "
-        "negate,number,entity,invent,invent,generalise,attribute,detail)"
+        "--kinds",
+        default="",
+        help="synthetic perturbation kinds, comma-separated (default: grounding_data.KINDS; the LLM-like set: "
+        "negate,number,entity,invent,invent,generalise,attribute,detail)",
     )
     args = parser.parse_args(argv)
     set_kinds(args.kinds)
