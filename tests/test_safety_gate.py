@@ -86,3 +86,10 @@ def test_two_methods_on_one_answer_run_the_rules_once(monkeypatch: pytest.Monkey
     assert gate.value == "fail" and listed.value == ["person: Sabine Köhler", "phone: 030 1234567"]
     listed.value.append("changed by a caller")  # a caller's change to one result reaches no other
     assert get_method("pii_list")({"text": text}, ctx).value == ["person: Sabine Köhler", "phone: 030 1234567"]
+
+
+def test_switching_the_chinese_ner_off_is_not_hidden_by_the_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "李明和张小红明天去深圳面试。"
+    assert get_method("pii_list")({"text": text}, OfflineContext(language="zh")).value  # LAC finds the names
+    monkeypatch.setenv("BQAS_ZH_NER", "off")
+    assert get_method("pii_list")({"text": text}, OfflineContext(language="zh")).value == []

@@ -40,11 +40,15 @@ def _text_input(inputs: Mapping[str, Any]) -> str:
 
 def _findings(inputs: Mapping[str, Any], ctx: OfflineContext) -> tuple[str, list[PiiFinding]]:
     text = _text_input(inputs)
-    return text, list(_detect(text, ctx.language)) if text.strip() else []
+    if not text.strip():
+        return text, []
+    from bqas.offline.zh_ner import enabled  # the NER switch is part of the key: BQAS_ZH_NER may change
+
+    return text, list(_detect(text, ctx.language, enabled()))
 
 
 @lru_cache(maxsize=256)
-def _detect(text: str, language: str) -> tuple[PiiFinding, ...]:
+def _detect(text: str, language: str, ner: bool) -> tuple[PiiFinding, ...]:
     # Remembered per text: a judge reads one answer with two methods (rag_privacy: pii_gate and pii_list),
     # and the findings are frozen, so both get the same answer for the cost of one.
     return tuple(detect_pii(text, language))

@@ -3,7 +3,8 @@ weights shipped in the package, ONNX Runtime on the CPU; no network).
 
 Used by :func:`bqas.offline.pii.detect_pii` after the regex rules (the fast first pass) on text that
 contains Han characters. The model is loaded on the first Chinese text (about 1 s) and kept for the
-process; a sentence then takes about 0.3-4 ms. ``BQAS_ZH_NER=off`` switches it off (regex rules only);
+process; a sentence then takes about 0.3-4 ms. Its tags are remembered per sentence (the last 4,096), so
+stock phrases that recur across answers are tagged once. ``BQAS_ZH_NER=off`` switches it off (regex rules only);
 if the package cannot be imported the rules run alone and one warning is logged.
 """
 
