@@ -6,18 +6,17 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Collection, Mapping
-from typing import Any, ClassVar
+from collections.abc import Collection
+from typing import ClassVar
 
 import pytest
 
 from bqas.judging import workers
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.offline import OfflineJudge
-from bqas.judging.result import DimensionProvenance
-from bqas.judging.spec import JudgeSpec, default_registry
+from bqas.judging.spec import default_registry
 from bqas.offline.embeddings import HashingEmbedder
-from bqas.offline.methods import MethodResult
+from offline_spies import ObservedOfflineJudge
 
 VOICE = {
     "user_input": "Stell einen Timer auf fünf Minuten",
@@ -27,7 +26,7 @@ VOICE = {
 }
 
 
-class WaitsForTheLoop(OfflineJudge):
+class WaitsForTheLoop(ObservedOfflineJudge):
     """An offline judge that blocks until a coroutine on the event loop has run (or 10 s have passed).
 
     Run inline on the loop, the coroutine can never run while it blocks: ``saw_loop`` stays False."""
@@ -38,19 +37,9 @@ class WaitsForTheLoop(OfflineJudge):
         self.saw_loop: bool | None = None
         self.thread: str | None = None
 
-    def evaluate(
-        self,
-        spec: JudgeSpec,
-        values: Mapping[str, Any],
-        language: str,
-        evidence: dict[str, MethodResult] | None = None,
-        *,
-        only: Collection[str] | None = None,
-        skip: Collection[str] = (),
-    ) -> tuple[dict[str, DimensionProvenance], list[str]]:
+    def observe(self, only: Collection[str] | None) -> None:
         self.thread = threading.current_thread().name
         self.saw_loop = self.loop_ran.wait(10)
-        return super().evaluate(spec, values, language, evidence, only=only, skip=skip)
 
 
 async def test_offline_tier_does_not_block_the_event_loop() -> None:
@@ -106,7 +95,7 @@ def test_worker_count_setting(monkeypatch: pytest.MonkeyPatch) -> None:
             workers.offline_workers()
 
 
-class GateWaitsForTheRequest(OfflineJudge):
+class GateWaitsForTheRequest(ObservedOfflineJudge):
     """An offline judge whose safety gate blocks until the LLM server has the judgment's request (or 5 s)."""
 
     def __init__(self, request_seen: threading.Event) -> None:
@@ -114,18 +103,8 @@ class GateWaitsForTheRequest(OfflineJudge):
         self.request_seen = request_seen
         self.saw_request: bool | None = None
 
-    def evaluate(
-        self,
-        spec: JudgeSpec,
-        values: Mapping[str, Any],
-        language: str,
-        evidence: dict[str, MethodResult] | None = None,
-        *,
-        only: Collection[str] | None = None,
-        skip: Collection[str] = (),
-    ) -> tuple[dict[str, DimensionProvenance], list[str]]:
+    def observe(self, only: Collection[str] | None) -> None:
         self.saw_request = self.request_seen.wait(5)
-        return super().evaluate(spec, values, language, evidence, only=only, skip=skip)
 
 
 async def test_llm_request_goes_out_while_the_safety_gate_runs() -> None:

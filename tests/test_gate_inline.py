@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import Any
 
 import pytest
@@ -14,11 +14,10 @@ import pytest
 from bqas.judging import engine as engine_module
 from bqas.judging.engine import INLINE_GATE_CHARS, EngineOptions, JudgeEngine
 from bqas.judging.offline import OfflineJudge
-from bqas.judging.result import DimensionProvenance
-from bqas.judging.spec import JudgeSpec, default_registry
+from bqas.judging.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
-from bqas.offline.methods import MethodResult
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
+from offline_spies import ObservedOfflineJudge
 
 FOOLED = {"intent_accuracy": 100, "faithfulness": 5, "relevance": 5, "coherence": 5, "safety": "pass"}
 SAMPLES = {
@@ -39,7 +38,7 @@ def _voice(response: str) -> dict[str, str]:
     }
 
 
-class RecordsTheThread(OfflineJudge):
+class RecordsTheThread(ObservedOfflineJudge):
     """An offline judge that notes the thread its gate ran in and whether the LLM had the request then."""
 
     def __init__(self, request_seen: threading.Event) -> None:
@@ -48,19 +47,9 @@ class RecordsTheThread(OfflineJudge):
         self.threads: list[str] = []
         self.saw_request: list[bool] = []
 
-    def evaluate(
-        self,
-        spec: JudgeSpec,
-        values: Mapping[str, Any],
-        language: str,
-        evidence: dict[str, MethodResult] | None = None,
-        *,
-        only: Collection[str] | None = None,
-        skip: Collection[str] = (),
-    ) -> tuple[dict[str, DimensionProvenance], list[str]]:
+    def observe(self, only: Collection[str] | None) -> None:
         self.threads.append(threading.current_thread().name)
         self.saw_request.append(self.request_seen.wait(5))
-        return super().evaluate(spec, values, language, evidence, only=only, skip=skip)
 
 
 async def _judge(server: ScriptedLLM, offline: OfflineJudge, response: str) -> dict[str, Any]:

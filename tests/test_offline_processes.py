@@ -11,7 +11,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +20,11 @@ import pytest
 from bqas.judging import dispatch
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.offline import OfflineJudge
-from bqas.judging.result import DimensionProvenance
-from bqas.judging.spec import JudgeSpec, default_registry
+from bqas.judging.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.offline.embeddings import HashingEmbedder
-from bqas.offline.methods import MethodResult
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
+from offline_spies import ObservedOfflineJudge
 
 CONTEXTS = [
     "Der Rhein ist mit 1.233 Kilometern einer der längsten Flüsse Europas. Er entspringt in den Alpen.",
@@ -125,25 +124,15 @@ def test_pool_mode_setting(monkeypatch: pytest.MonkeyPatch) -> None:
         pool_mode()
 
 
-class Subclassed(OfflineJudge):
+class Subclassed(ObservedOfflineJudge):
     """A custom offline judge: its behaviour exists only in this process."""
 
     def __init__(self) -> None:
         super().__init__(embedder_factory=HashingEmbedder)
         self.calls = 0
 
-    def evaluate(
-        self,
-        spec: JudgeSpec,
-        values: Mapping[str, Any],
-        language: str,
-        evidence: dict[str, MethodResult] | None = None,
-        *,
-        only: Collection[str] | None = None,
-        skip: Collection[str] = (),
-    ) -> tuple[dict[str, DimensionProvenance], list[str]]:
+    def observe(self, only: Collection[str] | None) -> None:
         self.calls += 1
-        return super().evaluate(spec, values, language, evidence, only=only, skip=skip)
 
 
 async def test_a_custom_offline_judge_stays_in_threads(processes: None) -> None:
@@ -181,7 +170,7 @@ LLM_SAYS = json.dumps(
 )
 
 
-class WaitsForTheLLM(OfflineJudge):
+class WaitsForTheLLM(ObservedOfflineJudge):
     """Blocks until the LLM server has received the judgment's request (or 10 s have passed)."""
 
     def __init__(self, asked: threading.Event) -> None:
@@ -189,19 +178,9 @@ class WaitsForTheLLM(OfflineJudge):
         self.asked = asked
         self.saw_request: bool | None = None
 
-    def evaluate(
-        self,
-        spec: JudgeSpec,
-        values: Mapping[str, Any],
-        language: str,
-        evidence: dict[str, MethodResult] | None = None,
-        *,
-        only: Collection[str] | None = None,
-        skip: Collection[str] = (),
-    ) -> tuple[dict[str, DimensionProvenance], list[str]]:
+    def observe(self, only: Collection[str] | None) -> None:
         if only is None:
             self.saw_request = self.asked.wait(10)
-        return super().evaluate(spec, values, language, evidence, only=only, skip=skip)
 
 
 async def test_auto_asks_the_llm_while_the_offline_tier_runs() -> None:

@@ -1,0 +1,32 @@
+"""Offline judges for tests that watch where and when the offline tier evaluates."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from bqas.judging.offline import OfflineJudge
+from bqas.judging.result import DimensionProvenance
+from bqas.judging.spec import JudgeSpec
+from bqas.offline.methods import MethodResult
+
+
+class ObservedOfflineJudge(OfflineJudge):
+    """An :class:`OfflineJudge` that calls :meth:`observe` before each evaluation (in the thread that
+    evaluates); tests override ``observe`` to record the thread or to block until something happened."""
+
+    def observe(self, only: Collection[str] | None) -> None:
+        """Called before each evaluation with its ``only`` (None: every method; the gate: the safety ones)."""
+
+    def evaluate(
+        self,
+        spec: JudgeSpec,
+        values: Mapping[str, Any],
+        language: str,
+        evidence: dict[str, MethodResult] | None = None,
+        *,
+        only: Collection[str] | None = None,
+        skip: Collection[str] = (),
+    ) -> tuple[dict[str, DimensionProvenance], list[str]]:
+        self.observe(only)
+        return super().evaluate(spec, values, language, evidence, only=only, skip=skip)
