@@ -94,6 +94,18 @@ def _rules(feats: Featurized, examples: list[Example]) -> tuple[list[float | Non
     return share, gate
 
 
+def cached_rows(data: Path, scenarios: Path, seed: int, cache: Path) -> list[tuple[Example, list[float]]]:
+    """(example, features) of the trainable and MEMERAG examples from the feature cache :func:`main` wrote
+    (same data, seed and perturbation kinds); exits naming the file when it is not that cache."""
+    examples = build_examples(data, scenarios, seed) + load_memerag(data / "rag_faithfulness_memerag.jsonl")
+    cached = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines()]
+    if len(cached) != len(examples) or len(next(c for c in cached if c)) != len(FEATURE_NAMES):
+        raise SystemExit(
+            f"{cache}: not the feature cache of these examples and features; rerun bench_grounding_model.py"
+        )
+    return [(e, x) for e, x in zip(examples, cached, strict=True) if x is not None]
+
+
 def set_kinds(kinds: str) -> None:
     """Use these synthetic perturbation kinds (``negate,number,entity,invent,invent`` = recipe 1's)."""
     from bqas.offline import grounding_data as gd

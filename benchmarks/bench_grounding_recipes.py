@@ -19,11 +19,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench_grounding_model import set_kinds
+from bench_grounding_model import cached_rows, set_kinds
 
 from bqas.offline import grounding_train as gt
-from bqas.offline.grounding_data import Example, load_memerag
-from bqas.offline.grounding_features import FEATURE_NAMES
+from bqas.offline.grounding_data import Example
 from bqas.offline.grounding_model import GroundingModel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,14 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     set_kinds(args.kinds)
 
-    examples = gt.build_examples(args.data, args.scenarios, args.seed)
-    memerag = load_memerag(args.data / "rag_faithfulness_memerag.jsonl")
-    cached = [json.loads(line) for line in args.cache.read_text(encoding="utf-8").splitlines()]
-    if len(cached) != len(examples) + len(memerag) or len(next(c for c in cached if c)) != len(FEATURE_NAMES):
-        raise SystemExit(
-            f"{args.cache}: not the feature cache of these examples and features; rerun bench_grounding_model.py"
-        )
-    rows = [(e, x) for e, x in zip(examples + memerag, cached, strict=True) if x is not None]
+    rows = cached_rows(args.data, args.scenarios, args.seed, args.cache)
     train = [r for r in rows if not r[0].source.startswith("memerag")]
     mem = [r for r in rows if r[0].source.startswith("memerag")]
     wanted = [n.strip() for n in args.only.split(",") if n.strip()] or list(RECIPES)

@@ -10,11 +10,13 @@ measured only: these figures explain the recipes' MEMERAG rows, nothing is fitte
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from pathlib import Path
 
-from bqas.offline import grounding_train as gt
-from bqas.offline.grounding_data import load_memerag
+sys.path.insert(0, str(Path(__file__).parent))
+
+from bench_grounding_model import cached_rows
+
 from bqas.offline.grounding_features import FEATURE_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,12 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", type=Path, required=True, help="feature cache of bench_grounding_model.py")
     args = parser.parse_args(argv)
-    examples = gt.build_examples(args.data, args.scenarios, args.seed)
-    examples += load_memerag(args.data / "rag_faithfulness_memerag.jsonl")
-    cached = [json.loads(line) for line in args.cache.read_text(encoding="utf-8").splitlines()]
-    if len(cached) != len(examples):
-        raise SystemExit(f"{args.cache}: not the feature cache of these examples; rerun bench_grounding_model.py")
-    rows = [(e, x) for e, x in zip(examples, cached, strict=True) if x is not None]
+    rows = cached_rows(args.data, args.scenarios, args.seed, args.cache)
     by_set = {s: [(e.label, x) for e, x in rows if e.source == s] for s in SETS}
     print("| feature | " + " | ".join(SETS) + " |")
     print("|---|" + "---:|" * len(SETS))

@@ -41,15 +41,20 @@ _LOCK = threading.Lock()
 
 def offline_workers() -> int:
     """Worker threads of the offline tier: ``$BQAS_OFFLINE_WORKERS``, default the number of CPUs."""
-    raw = os.environ.get(WORKERS_ENV, "").strip()
+    return _env_count(WORKERS_ENV, max(1, os.cpu_count() or 1), "threads")
+
+
+def _env_count(name: str, default: int, what: str) -> int:
+    """A whole number >= 1 from the environment variable ``name`` (``default`` when unset or blank)."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return max(1, os.cpu_count() or 1)
+        return default
     try:
         value = int(raw)
     except ValueError:
         value = 0
     if value < 1:
-        raise ValueError(f"{WORKERS_ENV}: expected a whole number of threads >= 1, got {raw!r}")
+        raise ValueError(f"{name}: expected a whole number of {what} >= 1, got {raw!r}")
     return value
 
 
@@ -69,16 +74,7 @@ def pool_mode() -> str:
 def processes_from() -> int:
     """``$BQAS_OFFLINE_PROCESSES_FROM``: the judgments a run needs for ``auto`` to choose worker processes
     (default :data:`DEFAULT_PROCESSES_FROM`)."""
-    raw = os.environ.get(PROCESSES_FROM_ENV, "").strip()
-    if not raw:
-        return DEFAULT_PROCESSES_FROM
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"{PROCESSES_FROM_ENV}: expected a whole number of judgments >= 1, got {raw!r}")
-    return value
+    return _env_count(PROCESSES_FROM_ENV, DEFAULT_PROCESSES_FROM, "judgments")
 
 
 def wants_processes(
