@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from bqas.offline.text.literals import Prefilter, Requirement, required_literals
 from bqas.offline.text.normalize import compact_view, rule_view
 
 RULES_FILE = "data/safety/judge_manipulation.yaml"
@@ -39,6 +40,9 @@ class Rule:
     near: re.Pattern[str] | None = None
     window: int = DEFAULT_WINDOW
     unpaired: bool = False
+    # Literals every match contains (derived from the regex, see bqas.offline.text.literals): a text with
+    # none of them cannot fire the rule, so its regex is not run. None: always run it.
+    need: Requirement | None = None
 
     def matches(self, text: str) -> bool:
         """Whether the rule fires on ``text`` (already in the rule's view)."""
@@ -83,7 +87,7 @@ def parse_rules(data: Any, source: str) -> tuple[Rule, ...]:
         if unpaired and "tag" not in regex.groupindex:
             raise ValueError(f"{where}.unpaired ({entry['id']}): the regex needs a group named tag")
         window = int(entry.get("window", DEFAULT_WINDOW))
-        rules.append(Rule(str(entry["id"]), regex, view, near, window, unpaired))
+        rules.append(Rule(str(entry["id"]), regex, view, near, window, unpaired, required_literals(regex)))
     return tuple(rules)
 
 
@@ -91,6 +95,12 @@ def parse_rules(data: Any, source: str) -> tuple[Rule, ...]:
 def _rules() -> tuple[Rule, ...]:
     text = resources.files("bqas").joinpath(RULES_FILE).read_text(encoding="utf-8")
     return parse_rules(yaml.safe_load(text), f"bqas/{RULES_FILE}")
+
+
+@cache
+def _prefilter() -> Prefilter:
+    """The rules' required literals, scanned together (see :func:`scan`)."""
+    return Prefilter([(rule.view, rule.need) for rule in _rules()])
 
 
 @cache
@@ -132,17 +142,26 @@ def judge_manipulation(text: str) -> list[str]:
 def _manipulation_hits(text: str) -> tuple[str, ...]:
     # Remembered per text: the safety gate and the judge-manipulation check of every grader read the same
     # answer within microseconds of each other (22 rules and the normalised views each time).
+    return scan(text)
+
+
+def scan(text: str, *, prefilter: bool = True) -> tuple[str, ...]:
+    """Ids of the rules that fire on ``text`` (not remembered). ``prefilter=False`` runs every rule's regex
+    even where its required literals are missing: the same answer, slower (tests compare the two)."""
     view = rule_view(text)
-    compact: str | None = None
-    hits: list[str] = []
-    for rule in _rules():
-        if rule.view == "compact":
-            compact = compact if compact is not None else compact_view(view, normalised=True)
-            target = compact
-        else:
-            target = view
-        if rule.matches(target):
-            hits.append(rule.id)
+    views = {"rule": view}
+
+    def text_for(form: str) -> str:
+        if form not in views:
+            views[form] = compact_view(view, normalised=True)
+        return views[form]
+
+    rules = _rules()
+    # Most answers hold no required literal of most rules (bqas.offline.text.literals): one Aho-Corasick
+    # pass per view finds the few rules worth running; case-insensitive alternations behind \b or a
+    # look-behind defeat re's own literal search, so running all 22 scanned every position 22 times.
+    positions = _prefilter().candidates(text_for) if prefilter else range(len(rules))
+    hits = [rules[i].id for i in positions if rules[i].matches(text_for(rules[i].view))]
     if judge_field_object(view):
         hits.append("judge_fields")
     return tuple(hits)

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
 
+from bqas.offline.text.literals import Requirement, fold_case, required_literals
+
 __all__ = ["KINDS", "PiiFinding", "detect_pii", "mask_pii"]
 
 KINDS: tuple[str, ...] = ("email", "phone", "iban", "address", "person")
@@ -64,12 +66,15 @@ class PiiFinding:
 # ---------------------------------------------------------------------------------------------------
 
 
-def detect_pii(text: str, language: str = "de", *, kinds: Collection[str] | None = None) -> list[PiiFinding]:
+def detect_pii(
+    text: str, language: str = "de", *, kinds: Collection[str] | None = None, prefilter: bool = True
+) -> list[PiiFinding]:
     """Find personal data in ``text``.
 
     ``language`` is ``"de"``, ``"en"`` or ``"zh"``; regional tags (``"de-AT"``, ``"zh-CN"``) are read by
     their prefix and anything else falls back to German rules. ``kinds`` restricts the search to some of
-    :data:`KINDS`. Returns findings sorted by start offset, without overlaps.
+    :data:`KINDS`. Returns findings sorted by start offset, without overlaps. ``prefilter=False`` runs every
+    pattern even where the literals it needs are missing (the same findings, slower; tests compare them).
     """
     if not text:
         return []
@@ -78,7 +83,7 @@ def detect_pii(text: str, language: str = "de", *, kinds: Collection[str] | None
     if unknown:
         raise ValueError(f"unknown PII kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
     lang = _base_language(language)
-    finders: dict[str, Callable[[str, str], list[PiiFinding]]] = {
+    finders: dict[str, Callable[[str, str, bool], list[PiiFinding]]] = {
         "email": _find_emails,
         "phone": _find_phones,
         "iban": _find_ibans,
@@ -88,7 +93,7 @@ def detect_pii(text: str, language: str = "de", *, kinds: Collection[str] | None
     found: list[PiiFinding] = []
     for kind in KINDS:
         if kind in wanted:
-            found.extend(finders[kind](text, lang))
+            found.extend(finders[kind](text, lang, prefilter))
     if wanted & {"person", "address"} and _has_han(text):
         found = _with_chinese_ner(text, found, wanted)
     return _resolve_overlaps(found)
@@ -181,13 +186,18 @@ def _email_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
     return plain, obfuscated
 
 
-def _find_emails(text: str, lang: str) -> list[PiiFinding]:
+def _find_emails(text: str, lang: str, pre: bool = True) -> list[PiiFinding]:
     """E-mail addresses; ``lang`` is unused (addresses look the same everywhere)."""
     if "@" not in text and "at" not in text.lower():
         return []
     plain, obfuscated = _email_patterns()
-    out = [_make("email", text, m.start(), m.end(), "regex:email", 0.99) for m in plain.finditer(text)]
-    out += [_make("email", text, m.start(), m.end(), "regex:email_obfuscated", 0.9) for m in obfuscated.finditer(text)]
+    out: list[PiiFinding] = []
+    if _may_match(plain, text, pre):
+        out += [_make("email", text, m.start(), m.end(), "regex:email", 0.99) for m in plain.finditer(text)]
+    if _may_match(obfuscated, text, pre):
+        out += [
+            _make("email", text, m.start(), m.end(), "regex:email_obfuscated", 0.9) for m in obfuscated.finditer(text)
+        ]
     return out
 
 
@@ -202,9 +212,16 @@ def _iban_pattern() -> re.Pattern[str]:
     return re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
 
 
-def _find_ibans(text: str, lang: str) -> list[PiiFinding]:
+# What every IBAN match starts with, without the look-behind that keeps re from skipping ahead by its
+# first character: a text without it has no IBAN.
+_IBAN_START_RE = re.compile(r"[A-Z]{2}\d{2}")
+
+
+def _find_ibans(text: str, lang: str, pre: bool = True) -> list[PiiFinding]:
     """IBANs with a valid checksum; a longer regex match is shortened group by group until one validates
     (the regex may swallow a following number, e.g. ``DE89 3704 0044 0532 0130 00 12``)."""
+    if pre and _IBAN_START_RE.search(text) is None:
+        return []
     from stdnum import iban  # lazy: keeps module import cheap
 
     out: list[PiiFinding] = []
@@ -259,7 +276,7 @@ def _phone_cue() -> re.Pattern[str]:
     )
 
 
-def _find_phones(text: str, lang: str) -> list[PiiFinding]:
+def _find_phones(text: str, lang: str, pre: bool = True) -> list[PiiFinding]:
     """Phone numbers that libphonenumber says are valid for one of the language's regions."""
     if sum(map(str.isdigit, text)) < 7:  # map: no Python frame per character
         return []
@@ -340,16 +357,35 @@ def _address_patterns() -> tuple[re.Pattern[str], ...]:
     return de_street, postcode_only, en_street, zh_street
 
 
-def _find_addresses(text: str, lang: str) -> list[PiiFinding]:
+def _find_addresses(text: str, lang: str, pre: bool = True) -> list[PiiFinding]:
     """Postal addresses; every pattern runs (answers mix languages), only confidence is shared."""
-    de_street, postcode_only, en_street, zh_street = _address_patterns()
     out: list[PiiFinding] = []
     if any(map(str.isdigit, text)):
-        out += [_make("address", text, m.start(), m.end(), "regex:street_de", 0.85) for m in de_street.finditer(text)]
-        out += [_make("address", text, m.start(), m.end(), "regex:postcode", 0.7) for m in postcode_only.finditer(text)]
-        out += [_make("address", text, m.start(), m.end(), "regex:street_en", 0.8) for m in en_street.finditer(text)]
-        out += [_make("address", text, m.start(), m.end(), "regex:street_zh", 0.85) for m in zh_street.finditer(text)]
+        for pattern, method, conf in zip(_address_patterns(), _ADDRESS_METHODS, _ADDRESS_CONFIDENCE, strict=True):
+            if _may_match(pattern, text, pre):  # a street word, a postcode cue, 号: most texts have none
+                out += [_make("address", text, m.start(), m.end(), method, conf) for m in pattern.finditer(text)]
     return out
+
+
+_ADDRESS_METHODS = ("regex:street_de", "regex:postcode", "regex:street_en", "regex:street_zh")
+_ADDRESS_CONFIDENCE = (0.85, 0.7, 0.8, 0.85)
+
+
+def _prefiltered_patterns() -> tuple[re.Pattern[str], ...]:
+    """The patterns :func:`_may_match` tests by their required literals (tests check each)."""
+    return (*_email_patterns(), *_address_patterns())
+
+
+@cache
+def _need(pattern: re.Pattern[str]) -> Requirement | None:
+    return required_literals(pattern)
+
+
+def _may_match(pattern: re.Pattern[str], text: str, pre: bool) -> bool:
+    """Whether ``pattern`` could match ``text`` by the literals every match of it contains
+    (bqas.offline.text.literals); always True with ``pre`` off or when the pattern has none."""
+    need = _need(pattern) if pre else None
+    return need is None or need.allows_text(fold_case(text) if need.folded else text)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -925,6 +961,9 @@ def _chinese_persons(text: str) -> list[PiiFinding]:
     return out
 
 
-def _find_persons(text: str, lang: str) -> list[PiiFinding]:
+def _find_persons(text: str, lang: str, pre: bool = True) -> list[PiiFinding]:
     """Person names: Latin-script rules always (names appear in any language), Chinese rules on Han text."""
-    return _latin_persons(text) + _chinese_persons(text)
+    # Every Latin rule starts from a word with an upper-case first letter (a title, a role, a capitalised
+    # name, an initial): text without one (most Chinese answers) has no Latin name to find.
+    latin = not pre or (not text.islower() and any(map(str.isupper, text)))
+    return (_latin_persons(text) if latin else []) + _chinese_persons(text)
