@@ -18,6 +18,7 @@ from typing import Any
 from bqas.judging.engine import InvalidSample, JudgeEngine
 from bqas.judging.exchange import EXCHANGE_KEY
 from bqas.runner.dataset import DatasetItem, iter_dataset
+from bqas.runner.gc_tuning import fewer_collections
 from bqas.runner.scenario import Scenario
 from bqas.store.db import Store
 
@@ -313,9 +314,11 @@ async def execute_run(
     # cancelled instead of waiting forever; when a worker dies, the writer is cancelled. Either way the
     # run fails loudly with the first error.
     try:
-        async with asyncio.TaskGroup() as group:
-            group.create_task(writer())
-            group.create_task(judge_all())
+        # Fewer cyclic-GC passes while judging (bqas.runner.gc_tuning): the same results, less CPU per sample.
+        with fewer_collections():
+            async with asyncio.TaskGroup() as group:
+                group.create_task(writer())
+                group.create_task(judge_all())
     except ExceptionGroup as failure:
         first = _first_error(failure)
         raise RunFailed(f"{type(first).__name__}: {first}") from first
