@@ -4,10 +4,13 @@ Prints microseconds per call (best of several rounds) for: parsing the benchmark
 dimension's provenance validated and with ``model_construct``, dropping the LLM exchange from a record
 (comprehension vs the store's copy), the safety gate by answer length, and the 22 judge-manipulation rules
 one by one vs one alternation of them. ``--transport`` instead compares the bare aiohttp client with the
-LLM client's settings (timeout, session headers, chunked read) against the scripted server.
+LLM client's settings (timeout, session headers, chunked read) against the scripted server. ``--engine``
+times the runner's own work per judgment without the network: ``judge_one`` (render, the client's request
+building and reply reading, parse, combine, record) on the benchmark's voice samples with the HTTP post
+answered from memory, safety gate off (the gate is timed above), CPU microseconds per judgment.
 
 Run the same against another checkout for before/after figures: PYTHONPATH=BEFORE/src python ...
-Run: nice .venv/bin/python benchmarks/bench_hot_path.py [--transport]
+Run: nice .venv/bin/python benchmarks/bench_hot_path.py [--transport | --engine]
 """
 
 from __future__ import annotations
@@ -146,11 +149,92 @@ def transport(n: int = 8000) -> None:
                 print(f"timeout={timeout} chunked={chunked} headers={headers}: {cpu:.3f} ms CPU per request")
 
 
+def engine(n: int = 4000, rounds: int = 5) -> None:
+    """CPU per ``judge_one`` call with the HTTP post answered from memory (best of ``rounds`` passes)."""
+    import tempfile
+
+    import orjson
+
+    from bqas.judging.engine import EngineOptions, JudgeEngine
+    from bqas.judging.spec import default_registry
+    from bqas.llm.client import Completion, LLMClient, LLMConfig
+    from bqas.runner.dataset import DatasetItem
+    from bqas.runner.execute import WorkItem, judge_one
+    from bqas.runner.run import new_event_loop
+    from bqas.runner.scenario import load_scenario
+
+    body = orjson.dumps(
+        {
+            "model": "bench",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 500, "completion_tokens": 40},
+        }
+    ).decode()
+
+    class InMemory(LLMClient):
+        async def _post_with_retries(self, payload: dict[str, Any]) -> list[Completion]:
+            orjson.dumps(payload)  # what the real post encodes
+            return self._completions(body, 1)
+
+    llm = InMemory(LLMConfig(base_url="http://127.0.0.1:9/v1", model="bench"))
+    judges = JudgeEngine(default_registry(), llm=llm, options=EngineOptions(backend="llm", safety_gate=False))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "data.jsonl").write_text("", encoding="utf-8")
+        (folder / "s.yaml").write_text(
+            "name: b\njudges: [voice]\nbackend: llm\ndataset: data.jsonl\n", encoding="utf-8"
+        )
+        scenario = load_scenario(folder / "s.yaml")
+    works = [
+        WorkItem(
+            f"s{i}::voice",
+            i,
+            "voice",
+            DatasetItem(
+                line=i + 1,
+                sample_id=f"s{i}",
+                data={
+                    "id": f"s{i}",
+                    "user_input": f"Erinnere mich an Termin {i} morgen frueh",
+                    "detected_intent": "reminder",
+                    "response": f"Ich erinnere dich an Termin {i}.",
+                    "expected_intent": "reminder",
+                },
+            ),
+        )
+        for i in range(n)
+    ]
+
+    async def passes() -> list[float]:
+        for work in works[:200]:  # lazy imports and compiled validators before the clock
+            await judge_one(judges, scenario, "r", work)
+        out = []
+        for _ in range(rounds):
+            cpu = time.process_time()
+            for work in works:
+                await judge_one(judges, scenario, "r", work)
+            out.append((time.process_time() - cpu) / n * 1e6)
+        return out
+
+    loop = new_event_loop()
+    try:
+        us = loop.run_until_complete(passes())
+    finally:
+        loop.close()
+    print(f"judge_one without the network, gate off: min {min(us):.1f} median {sorted(us)[len(us) // 2]:.1f} us CPU")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transport", action="store_true", help="compare the transport settings instead")
+    parser.add_argument("--engine", action="store_true", help="time judge_one without the network instead")
     args = parser.parse_args()
-    transport() if args.transport else pieces()
+    if args.engine:
+        engine()
+    elif args.transport:
+        transport()
+    else:
+        pieces()
 
 
 if __name__ == "__main__":

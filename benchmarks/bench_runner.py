@@ -140,6 +140,8 @@ def one_size(n: int, url: str, concurrency: int, folder: Path, mode: str = "off"
     cache = folder / "llm-cache.sqlite" if defaults else None
     llm = LLMClient(LLMConfig(base_url=url, model="bench", concurrency=concurrency, cache_path=cache))
     engine = JudgeEngine(default_registry(), llm=llm, options=EngineOptions(backend="llm"))
+    if hasattr(engine, "start_loading"):  # as `bqas run` does before its run starts (not in older trees)
+        engine.start_loading(samples=n)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     loop = new_event_loop()
     started = time.perf_counter()

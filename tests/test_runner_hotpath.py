@@ -105,3 +105,29 @@ def test_without_copies_and_keeps_the_callers_record() -> None:
     assert "llm_exchange" in record  # the caller's dict is untouched
     plain = {"a": 1}
     assert _without(plain, "llm_exchange") is plain
+
+
+_IMPORTS_PROBE = """
+import sys
+from bqas.judging.engine import EngineOptions, JudgeEngine
+from bqas.judging.spec import default_registry
+from bqas.llm.client import LLMClient, LLMConfig
+llm = LLMClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m")) if sys.argv[1] == "llm" else None
+engine = JudgeEngine(default_registry(), llm=llm, options=EngineOptions(backend=sys.argv[1]))
+before = "bqas.judging.parse" in sys.modules
+engine.start_loading()
+print(before, "bqas.judging.parse" in sys.modules, "jsonschema" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(("backend", "expected"), [("llm", "False True True"), ("offline", "False False False")])
+def test_start_loading_imports_the_reply_parser_before_the_run(backend: str, expected: str) -> None:
+    """With an LLM tier the first judgment no longer imports the parser (and jsonschema) inside the run;
+    an offline engine still never imports them (its cold start)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORTS_PROBE, backend], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.split("\n")[-2] == expected

@@ -11,11 +11,13 @@ Backends:
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from bqas.judging.dispatch import OfflineDispatch
@@ -28,19 +30,39 @@ from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfide
 from bqas.judging.spec import JudgeRegistry, JudgeSpec
 from bqas.judging.workers import executor, pool_mode, submit_cpu
 from bqas.settings import check_language
+from bqas.trust.llm import from_logprobs, from_samples
 from bqas.trust.profile import CalibrationProfile
 
 if TYPE_CHECKING:
     # The LLM client (aiohttp) and the reply parser (jsonschema) load with the first LLM call: an offline
     # run or service never imports them (a tenth of a second or more of every start).
     from bqas.judging.parse import ParseOutcome
-    from bqas.llm.client import LLMClient
+    from bqas.llm.client import LLMClient, LLMError, ReplyTooLarge
 
 BackendChoice = Literal["auto", "llm", "offline"]
 
 
 def _ms_since(start: float) -> float:
     return (time.perf_counter() - start) * 1000
+
+
+@functools.cache
+def _llm_modules() -> tuple[ModuleType, ModuleType]:
+    """The reply parser's and the LLM client's modules, imported once: an import statement in the
+    judgment's path costs about 1 us even when the module is loaded (issue 15: the runner's CPU per
+    sample). Their names are read from the modules at each use, so a patched name is seen."""
+    import bqas.judging.parse
+    import bqas.llm.client
+
+    return bqas.judging.parse, bqas.llm.client
+
+
+@functools.cache
+def _language_detector() -> Callable[..., str]:
+    """The offline tier's language detection (for the LLM's reasoning), imported on first use only."""
+    from bqas.offline._textutil import detect_language
+
+    return detect_language
 
 
 class InvalidSample(ValueError):
@@ -158,7 +180,10 @@ class JudgeEngine:
         load that failed raises there. ``samples``: how many judgments the caller will ask for, which lets
         ``BQAS_OFFLINE_POOL=auto`` choose worker processes for a large batch (:meth:`OfflineDispatch.plan`);
         those load in the workers, starting now. Returns the future of a load in this process's worker
-        threads (None when there is nothing to load here)."""
+        threads (None when there is nothing to load here). With an LLM tier, the reply parser and its
+        libraries are imported here, before the run, rather than by the first judgment."""
+        if self.tiers[1]:
+            _llm_modules()
         if not self.tiers[0]:
             return None
         if samples is not None:
@@ -283,8 +308,6 @@ class JudgeEngine:
         result: JudgmentResult,
     ) -> TierConfidence:
         """The LLM tier's p_reject: token log-probabilities, else agreement over k samples, else null + why."""
-        from bqas.trust.llm import from_logprobs, from_samples
-
         assert self.llm is not None
         model = self.llm.config.model
         mode = self.options.llm_confidence
@@ -300,13 +323,13 @@ class JudgeEngine:
                 else "the server gave no token log-probabilities"
             )
             return TierConfidence(model=model, reason=f"{why}; set confidence samples k > 0 to sample instead")
-        from bqas.llm.client import LLMError
+        llm_error: type[LLMError] = _llm_modules()[1].LLMError
 
         try:
             replies = await self.llm.sample(
                 messages, k, schema=spec.schema, schema_name=spec.name, max_tokens=spec.max_tokens
             )
-        except LLMError as exc:
+        except llm_error as exc:
             result.llm_calls += exc.calls
             return TierConfidence(model=model, reason=f"sampling failed: {exc}")
         if result.exchange is not None:  # the k sampled replies behind the LLM tier's p_reject
@@ -342,9 +365,10 @@ class JudgeEngine:
                 messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{block}"}
                 exchange["examples"] = bounded(block, EXAMPLES_LIMIT)
 
-        from bqas.judging.parse import parse_reply
-        from bqas.llm.client import LLMError, ReplyTooLarge
-
+        parse_module, client_module = _llm_modules()
+        parse_reply: Callable[[str, dict[str, Any]], ParseOutcome] = parse_module.parse_reply
+        llm_error: type[LLMError] = client_module.LLMError
+        too_large: type[ReplyTooLarge] = client_module.ReplyTooLarge
         parsed: dict[str, ParseOutcome] = {}
 
         def parse(text: str) -> ParseOutcome:
@@ -370,7 +394,7 @@ class JudgeEngine:
                     use_cache=not fresh,
                     max_tokens=spec.max_tokens,
                 )
-            except LLMError as exc:
+            except llm_error as exc:
                 # Every request sent counts, also those that timed out or failed (the cost is real).
                 result.llm_calls += exc.calls
                 result.prompt_tokens += exc.prompt_tokens
@@ -380,7 +404,7 @@ class JudgeEngine:
                     failed_entry(str(exc), exc.calls, exc.prompt_tokens, exc.completion_tokens, _ms_since(asked))
                 )
                 # A runaway reply is the judge's fault, not an unreachable server (no 503, no retry).
-                prefix = "judge reply refused" if isinstance(exc, ReplyTooLarge) else "LLM unavailable"
+                prefix = "judge reply refused" if isinstance(exc, too_large) else "LLM unavailable"
                 result.unscored_reason = f"{prefix}: {exc}"
                 return None
             result.llm_calls += completion.calls
@@ -420,8 +444,7 @@ class JudgeEngine:
     @staticmethod
     def _check_reasoning_language(result: JudgmentResult) -> None:
         """Flag reasoning written in another language than the prompt asked for (too short: not judged)."""
-        from bqas.offline._textutil import detect_language
-
+        detect_language = _language_detector()
         text, asked = result.reasoning or "", result.prompt_language or result.language
         if len(text.split()) < 4 and len(text) < 12:
             return
