@@ -106,3 +106,21 @@ def test_template_parse_system_message_and_hash_are_computed_once_per_template()
     assert info.misses == 1 and info.hits == 1
     assert first.messages[0] == second.messages[0] and first.prompt_hash == second.prompt_hash
     assert "Timer {x} }}" in first.messages[1]["content"] and "anders" in second.messages[1]["content"]
+
+
+@pytest.mark.parametrize("hostile", [*HOSTILE, "", "\x00\ud800 {name} {nonce}", "a\n" * 50])
+def test_fence_writes_the_declared_markers(hostile: str) -> None:
+    """fence() spells the markers out as one f-string (hot path); it must stay what the markers declare,
+    with the nonce of the name and value, as rendered before (issue 15)."""
+    import hashlib
+
+    from bqas.judging.render import CLOSE_MARKER, OPEN_MARKER, fence
+
+    for name in ("response", "contexts", "x{y}"):
+        nonce = hashlib.sha256(f"{name}\x00{hostile}".encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        if "\ud800" in hostile:  # not UTF-8-encodable: fence refuses it as before (inputs are repaired first)
+            with pytest.raises(UnicodeEncodeError):
+                fence(name, hostile)
+            continue
+        opened, closed = OPEN_MARKER.format(name=name, nonce=nonce), CLOSE_MARKER.format(name=name, nonce=nonce)
+        assert fence(name, hostile) == f"\n{opened}\n{hostile}\n{closed}\n"
