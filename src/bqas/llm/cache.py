@@ -40,6 +40,15 @@ FLUSH_EVERY = 64
 FLUSH_AFTER_S = 1.0
 # SQLite's limit on host parameters is 999 in old builds: lookups of many keys go in chunks below it.
 _IN_CHUNK = 500
+#: How old the in-memory key filter may be before a lookup asks the file again (and refreshes it): the
+#: longest another process's fresh reply can go unseen here.
+KNOWN_FRESH_S = 1.0
+
+
+def _prefix(key: str) -> int:
+    """The first 64 bits of a hex key: the key filter's entry (about 70 bytes each in a Python set)."""
+    return int(key[:16], 16)
+
 
 # Who the cached replies belong to (None: shared by everyone, as in CLI runs).
 CACHE_SCOPE: ContextVar[str | None] = ContextVar("bqas_cache_scope", default=None)
@@ -84,6 +93,12 @@ class ResponseCache:
         self._pending: dict[str, CachedReply] = {}  # added, not yet written
         self._oldest = 0.0  # when the oldest pending reply was added (monotonic)
         self._flushing = False  # a flush is due or running: add() asks for no second one
+        # Which keys the file (or this process's pending writes) may hold, as 64-bit key prefixes: lets a
+        # lookup call a miss without SQLite. Loaded and refreshed from the file by refresh_known() (in a
+        # worker thread); None until the first load.
+        self._known: set[int] | None = None
+        self._known_rowid = 0  # the largest rowid read into _known
+        self._known_at = 0.0  # when _known was last refreshed (monotonic)
         self._conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
@@ -118,6 +133,36 @@ class ResponseCache:
                     found[row[0]] = CachedReply(row[1], row[2], int(row[3]), int(row[4]))
         return found
 
+    def refresh_known(self) -> None:
+        """Read the keys written to the file since the last refresh (by any process) into the key filter.
+
+        Incremental by rowid: ``INSERT OR REPLACE`` gives a replaced row a new rowid, so it is read again."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT rowid, key FROM replies WHERE rowid > ? ORDER BY rowid", (self._known_rowid,)
+            ).fetchall()
+            known = self._known if self._known is not None else set()
+            known.update(_prefix(k) for _, k in rows)
+            known.update(_prefix(k) for k in self._pending)
+            if rows:
+                self._known_rowid = int(rows[-1][0])
+            self._known, self._known_at = known, time.monotonic()
+
+    def may_hold(self, key: str) -> bool | None:
+        """False when ``key`` is certainly not cached as of the last refresh; True when it may be; None when
+        the filter is missing or older than :data:`KNOWN_FRESH_S` (ask the file, and refresh).
+
+        Cheap and without I/O, for the event loop. A reply another process wrote in the last
+        :data:`KNOWN_FRESH_S` seconds may be missed (asked again), never a reply of this process."""
+        known = self._known
+        if known is None or not self.filter_fresh():
+            return None
+        return _prefix(key) in known
+
+    def filter_fresh(self) -> bool:
+        """Whether the key filter is loaded and was refreshed at most :data:`KNOWN_FRESH_S` seconds ago."""
+        return self._known is not None and time.monotonic() - self._known_at <= KNOWN_FRESH_S
+
     def add(self, key: str, reply: CachedReply) -> bool:
         """Keep a reply to be written with the next :meth:`flush`; True when the caller should flush now
         (:data:`FLUSH_EVERY` replies kept, or the oldest kept for :data:`FLUSH_AFTER_S`). Cheap: no I/O."""
@@ -126,6 +171,8 @@ class ResponseCache:
             if not self._pending:
                 self._oldest = now
             self._pending[key] = reply
+            if self._known is not None:
+                self._known.add(_prefix(key))
             due = len(self._pending) >= FLUSH_EVERY or now - self._oldest >= FLUSH_AFTER_S
             if due and not self._flushing:
                 self._flushing = True

@@ -4,9 +4,11 @@ Every judgment looks its reply up before asking the server and stores the reply 
 a time in a thread, that was two thread hops, a hash and a commit per judgment: at 128 requests in flight
 most of what the cache cost a run. Here:
 
-- **lookups** are queued; one job in the default thread pool hashes the requests and answers all of them
-  with one query, and the lookups that arrive while it runs go together in the next one (batches grow
-  with the load, a lone lookup is answered at once);
+- **lookups** whose key the cache's in-memory key filter does not hold (refreshed from the file at most
+  a second ago) are misses, answered on the loop at once; the others are queued: one job in the default
+  thread pool hashes the requests and answers all of them with one query (refreshing the filter when
+  due), and the lookups that arrive while it runs go together in the next one (batches grow with the
+  load, a lone lookup is answered at once);
 - **writes** are kept in memory by :meth:`ResponseCache.add` (a lookup finds them there at once) and
   flushed in one transaction in a thread when due (every :data:`~bqas.llm.cache.FLUSH_EVERY` replies or
   :data:`~bqas.llm.cache.FLUSH_AFTER_S` seconds) and when the client closes.
@@ -30,11 +32,15 @@ class Lookup:
     shape: dict[str, Any]
     scope: str | None
     use_hit: bool
+    key: str | None = None  # already hashed on the loop
 
 
 def lookup_batch(cache: ResponseCache, lookups: list[Lookup]) -> list[tuple[str, CachedReply | None]]:
-    """(key, cached reply or None) for each lookup; runs in a worker thread."""
-    keys = [cache_key(q.model, q.messages, q.shape, q.scope) for q in lookups]
+    """(key, cached reply or None) for each lookup; runs in a worker thread (and refreshes the key filter
+    when it is due, so that the next misses are answered on the loop)."""
+    if not cache.filter_fresh():
+        cache.refresh_known()
+    keys = [q.key or cache_key(q.model, q.messages, q.shape, q.scope) for q in lookups]
     found = cache.get_many(k for k, q in zip(keys, lookups, strict=True) if q.use_hit)
     return [(k, found.get(k) if q.use_hit else None) for k, q in zip(keys, lookups, strict=True)]
 
@@ -52,9 +58,18 @@ class CacheIO:
         self, model: str, messages: list[dict[str, str]], shape: dict[str, Any], *, use_hit: bool
     ) -> tuple[str, CachedReply | None]:
         """The request's cache key and its cached reply (None on a miss, or when ``use_hit`` is false)."""
-        future: asyncio.Future[tuple[str, CachedReply | None]] = self.loop.create_future()
         # The scope is read here, in the caller's context (the service's tenant), not in the thread.
-        self._waiting.append((Lookup(model, messages, shape, CACHE_SCOPE.get(), use_hit), future))
+        scope = CACHE_SCOPE.get()
+        key: str | None = None
+        if self.cache.filter_fresh():
+            # The key filter is fresh: a certain miss (most lookups of a new run) is answered here, without a
+            # thread hop. Hashing costs tens of microseconds; the hop, on a busy loop, waited for the GIL
+            # and added that wait to every request in flight (docs/benchmarks.md, bench_defaults_split.py).
+            key = cache_key(model, messages, shape, scope)
+            if not use_hit or self.cache.may_hold(key) is False:
+                return key, None
+        future: asyncio.Future[tuple[str, CachedReply | None]] = self.loop.create_future()
+        self._waiting.append((Lookup(model, messages, shape, scope, use_hit, key), future))
         if not self._running:
             self._start()
         return await future
