@@ -168,3 +168,30 @@ def test_pii_prefilter_keeps_every_kind() -> None:
     assert kinds == {"person", "address", "email", "phone"}
     assert [f.kind for f in pii.detect_pii("IBAN DE89 3704 0044 0532 0130 00", "de")] == ["iban"]
     assert [f.kind for f in pii.detect_pii("住在上海市南京路12号", "zh", kinds=["address"])] == ["address"]
+
+
+def _rule_view_reference(text: str) -> str:
+    """rule_view as it was written before the fast paths (steps 1-6 applied one after the other)."""
+    import unicodedata
+
+    if not text:
+        return ""
+    text = re.sub("[\ud800-\udfff]", "\ufffd", text)
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(ch for ch in text if normalize._visible(ch))
+    if not text.isascii():
+        text = text.translate(normalize._confusable_table())
+        if normalize._HAN_RE.search(text):
+            text = str(normalize._t2s().convert(text))
+    return re.sub(r"[^\S\n]+", " ", text)
+
+
+_SPACES = st.text(alphabet=" \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u2003\u3000ab", max_size=12)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_texts(), _SPACES))
+def test_rule_and_compact_views_equal_the_reference(text: str) -> None:
+    view = normalize.rule_view(text)
+    assert view == _rule_view_reference(text)
+    assert normalize.compact_view(view, normalised=True) == "".join(ch for ch in view.casefold() if ch.isalnum())

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
 
-from bqas.offline.text.literals import Requirement, fold_case, required_literals
+from bqas.offline.text.literals import Prefilter, Requirement, fold_case, required_literals
 
 __all__ = ["KINDS", "PiiFinding", "detect_pii", "mask_pii"]
 
@@ -361,10 +361,19 @@ def _find_addresses(text: str, lang: str, pre: bool = True) -> list[PiiFinding]:
     """Postal addresses; every pattern runs (answers mix languages), only confidence is shared."""
     out: list[PiiFinding] = []
     if any(map(str.isdigit, text)):
-        for pattern, method, conf in zip(_address_patterns(), _ADDRESS_METHODS, _ADDRESS_CONFIDENCE, strict=True):
-            if _may_match(pattern, text, pre):  # a street word, a postcode cue, 号: most texts have none
-                out += [_make("address", text, m.start(), m.end(), method, conf) for m in pattern.finditer(text)]
+        patterns = _address_patterns()
+        # A street word, a postcode cue, 号: most texts hold none, and one literal scan says which patterns
+        # are worth running.
+        run = _address_prefilter().candidates(lambda _: text) if pre else range(len(patterns))
+        for k in run:
+            method, conf = _ADDRESS_METHODS[k], _ADDRESS_CONFIDENCE[k]
+            out += [_make("address", text, m.start(), m.end(), method, conf) for m in patterns[k].finditer(text)]
     return out
+
+
+@cache
+def _address_prefilter() -> Prefilter:
+    return Prefilter([("text", _need(pattern)) for pattern in _address_patterns()])
 
 
 _ADDRESS_METHODS = ("regex:street_de", "regex:postcode", "regex:street_en", "regex:street_zh")
@@ -373,7 +382,7 @@ _ADDRESS_CONFIDENCE = (0.85, 0.7, 0.8, 0.85)
 
 def _prefiltered_patterns() -> tuple[re.Pattern[str], ...]:
     """The patterns :func:`_may_match` tests by their required literals (tests check each)."""
-    return (*_email_patterns(), *_address_patterns())
+    return (*_email_patterns(), *_address_patterns(), _person_patterns()[1])
 
 
 @cache
@@ -515,7 +524,7 @@ def _word_pattern() -> re.Pattern[str]:
 # ---------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass sets each field through object.__setattr__
 class _Tok:
     text: str
     start: int
@@ -694,7 +703,7 @@ def _after_noun_marker(text: str, toks: list[_Tok], i: int) -> bool:
     return i > 0 and toks[i - 1].text.lower() in _NOUN_MARKERS and _adjacent(text, toks[i - 1], toks[i])
 
 
-def _latin_persons(text: str) -> list[PiiFinding]:
+def _latin_persons(text: str, pre: bool = True) -> list[PiiFinding]:
     """Names in Latin script: cues first, then first names, then repetitions of names already found."""
     lex = _lexicon()
     toks = _tokens(text)
@@ -712,7 +721,7 @@ def _latin_persons(text: str) -> list[PiiFinding]:
             return
         out.append(_make("person", text, toks[i].start, toks[j - 1].end, method, conf))
 
-    for i, j, method, conf in _cue_spans(text, toks, lex):
+    for i, j, method, conf in _cue_spans(text, toks, lex, pre):
         emit(i, j, method, conf)
     for i, j, method, conf in _list_spans(text, toks, lex, used):
         emit(i, j, method, conf)
@@ -724,9 +733,12 @@ def _latin_persons(text: str) -> list[PiiFinding]:
     return out
 
 
-def _cue_spans(text: str, toks: list[_Tok], lex: _Lexicon) -> Iterator[tuple[int, int, str, float]]:
+def _cue_spans(text: str, toks: list[_Tok], lex: _Lexicon, pre: bool = True) -> Iterator[tuple[int, int, str, float]]:
     """Spans after a title (``Frau``), a role (``Schülerin``) or a context phrase (``Elternbrief an``)."""
     for i, tok in enumerate(toks[:-1]):
+        title = tok.text in _TITLE_CUES
+        if not title and not _is_role(tok.text):
+            continue  # the common case first: most words are neither (both tests are needed below)
         nxt = i + 1
         # Skip academic titles and their dots: "Frau Dr. med. Weber".
         while nxt < len(toks) and toks[nxt].text in _ACADEMIC:
@@ -734,7 +746,7 @@ def _cue_spans(text: str, toks: list[_Tok], lex: _Lexicon) -> Iterator[tuple[int
         if nxt >= len(toks) or toks[nxt].start - tok.end > 12 or "\n" in text[tok.end : toks[nxt].start]:
             continue
         cand = toks[nxt]
-        if tok.text in _TITLE_CUES:
+        if title:
             method, conf = "name:title_cue", 0.9
         elif _is_role(tok.text) and _adjacent(text, tok, cand) and _role_target_ok(text, toks, nxt, lex):
             method, conf = "name:role_cue", 0.75
@@ -743,7 +755,7 @@ def _cue_spans(text: str, toks: list[_Tok], lex: _Lexicon) -> Iterator[tuple[int
         if _is_pseudonym(text, cand) or not _nameish(cand.text, lex):
             continue
         yield nxt, _extend_name(text, toks, nxt, lex, 3), method, conf
-    yield from _context_spans(text, toks, lex)
+    yield from _context_spans(text, toks, lex, pre)
 
 
 def _role_target_ok(text: str, toks: list[_Tok], i: int, lex: _Lexicon) -> bool:
@@ -758,9 +770,15 @@ def _role_target_ok(text: str, toks: list[_Tok], i: int, lex: _Lexicon) -> bool:
     return not word.endswith("s") or (nxt_cap and _nameish(toks[i + 1].text, lex))
 
 
-def _context_spans(text: str, toks: list[_Tok], lex: _Lexicon) -> Iterator[tuple[int, int, str, float]]:
+def _context_spans(
+    text: str, toks: list[_Tok], lex: _Lexicon, pre: bool = True
+) -> Iterator[tuple[int, int, str, float]]:
     """Names after phrases such as ``die Mutter von`` or ``Elternbrief an``."""
     _, context, _ = _person_patterns()
+    # The phrase is looked for in the 30 characters before each word; a text that holds none of the
+    # literals every phrase contains ("liebe", "familie", "name" ...) has it before no word.
+    if not _may_match(context, text, pre):
+        return
     for i, tok in enumerate(toks):
         if not _nameish(tok.text, lex) or _is_pseudonym(text, tok):
             continue
@@ -893,11 +911,30 @@ def _zh_boundary_before(text: str, pos: int) -> bool:
 
 
 def _zh_surname_at(text: str, pos: int, surnames: Sequence[str]) -> int:
-    """Length of the surname starting at ``pos`` (0 if none)."""
-    for s in surnames:
+    """Length of the surname starting at ``pos`` (0 if none): the longest listed one that matches."""
+    if pos >= len(text):
+        return 0
+    # Only the surnames starting with the character at pos can match (the first match in the longest-first
+    # list is the longest match): a dict look-up instead of a startswith() per listed surname.
+    index = _default_surname_index() if surnames is _lexicon().zh_surnames else _surnames_by_first(surnames)
+    for s in index.get(text[pos], ()):
         if text.startswith(s, pos):
             return len(s)
     return 0
+
+
+@cache
+def _default_surname_index() -> dict[str, tuple[str, ...]]:
+    return _surnames_by_first(_lexicon().zh_surnames)
+
+
+def _surnames_by_first(surnames: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """First character -> the surnames starting with it, longest first."""
+    index: dict[str, list[str]] = {}
+    for s in sorted(surnames, key=len, reverse=True):
+        if s:
+            index.setdefault(s[0], []).append(s)
+    return {first: tuple(names) for first, names in index.items()}
 
 
 def _zh_given_ok(given: str) -> bool:
@@ -941,19 +978,23 @@ def _zh_name_after(text: str, pos: int, surnames: Sequence[str]) -> tuple[int, i
     return (pos, end) if end > pos + s_len else None
 
 
-def _chinese_persons(text: str) -> list[PiiFinding]:
+def _chinese_persons(text: str, pre: bool = True) -> list[PiiFinding]:
     """Chinese names with a cue after (张伟同学, 李老师) or before (学生张伟, 叫王芳)."""
     if not _has_han(text):
         return []
     surnames = _lexicon().zh_surnames
     out: list[PiiFinding] = []
     for cue in _ZH_CUES_AFTER:
+        if pre and cue not in text:
+            continue  # a substring test instead of a regex look-up and scan per cue
         for m in re.finditer(re.escape(cue), text):
             span = _zh_name_before(text, m.start(), surnames)
             if span and text[span[0] : span[1]] not in _ZH_PLACEHOLDERS:
                 conf = 0.9 if span[1] - span[0] > 1 else 0.7
                 out.append(_make("person", text, span[0], span[1], "name:zh_cue_after", conf))
     for cue in _ZH_CUES_BEFORE:
+        if pre and cue not in text:
+            continue
         for m in re.finditer(re.escape(cue) + r"[：:\s]*", text):
             span = _zh_name_after(text, m.end(), surnames)
             if span and text[span[0] : span[1]] not in _ZH_PLACEHOLDERS:
@@ -966,4 +1007,4 @@ def _find_persons(text: str, lang: str, pre: bool = True) -> list[PiiFinding]:
     # Every Latin rule starts from a word with an upper-case first letter (a title, a role, a capitalised
     # name, an initial): text without one (most Chinese answers) has no Latin name to find.
     latin = not pre or (not text.islower() and any(map(str.isupper, text)))
-    return (_latin_persons(text) if latin else []) + _chinese_persons(text)
+    return (_latin_persons(text, pre) if latin else []) + _chinese_persons(text, pre)

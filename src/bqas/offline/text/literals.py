@@ -21,7 +21,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 __all__ = ["FOLDING", "LiteralScan", "Prefilter", "Requirement", "fold_case", "required_literals"]
@@ -31,7 +31,7 @@ __all__ = ["FOLDING", "LiteralScan", "Prefilter", "Requirement", "fold_case", "r
 _MAX_STRINGS = 64
 _MAX_CLASS = 16
 # Requirements kept per pattern, most selective first: each costs a membership test per text.
-_KEEP = 2
+_KEEP = 4
 
 try:  # the interpreter's own parser and case tables (private, stable since 3.11; tests pin them against re)
     _parser: Any = importlib.import_module("re._parser")
@@ -54,24 +54,32 @@ class _FoldTable(dict[int, int]):
 
 
 _FOLD = _FoldTable()
-# Character -> whether str.lower() gives exactly its fold (one character, the same): then a text made of
-# such characters folds with lower() in C instead of a translate() look-up per character. U+03A3 (capital
-# sigma) is never safe: lower() reads its context (final sigma).
-_LOWER_FOLDS: dict[str, bool] = {}
+# Characters for which str.lower() gives exactly their fold (one character, the same), collected as texts
+# arrive: a text made only of them folds with lower() in C instead of a translate() look-up per character.
+# U+03A3 (capital sigma) never counts: lower() reads its context (final sigma). Bounded, so that text
+# made of every Unicode character cannot grow it without limit.
+_LOWER_FOLDS: set[str] = set()
+_LOWER_FOLDS_MAX = 65536
 
 
+def _lower_folds(ch: str) -> bool:
+    return ch != "\u03a3" and ch.lower() == chr(_FOLD[ord(ch)])
+
+
+@lru_cache(maxsize=16)
 def fold_case(text: str) -> str:
     """``text`` with every character replaced by the representative of the characters ``re.IGNORECASE``
-    treats as equal to it (one character for one: offsets stay). ASCII text is just lower-cased."""
+    treats as equal to it (one character for one: offsets stay). ASCII text is just lower-cased.
+    Remembered for a few texts: the PII families fold the same answer one after the other."""
     if text.isascii():
         return text.lower()  # ASCII's re case classes are a-z/A-Z (the extra equivalents lie outside ASCII)
-    safe = _LOWER_FOLDS
-    for ch in set(text):
-        ok = safe.get(ch)
-        if ok is None:
-            ok = safe[ch] = ch != "\u03a3" and ch.lower() == chr(_FOLD[ord(ch)])
-        if not ok:
-            return text.translate(_FOLD)
+    chars = set(text)
+    if not chars <= _LOWER_FOLDS:
+        for ch in chars - _LOWER_FOLDS:
+            if not _lower_folds(ch):
+                return text.translate(_FOLD)
+            if len(_LOWER_FOLDS) < _LOWER_FOLDS_MAX:
+                _LOWER_FOLDS.add(ch)
     return text.lower()
 
 
@@ -134,7 +142,8 @@ class Prefilter:
     def __init__(self, needs: Sequence[tuple[str, Requirement | None]]) -> None:
         """``needs[i]``: the form of the text pattern ``i`` reads and its requirement (None: always run)."""
         self._always = [i for i, (_, need) in enumerate(needs) if need is None]
-        self._sets = [0 if need is None else len(need.sets) for _, need in needs]
+        # Pattern i may match once a found string has set each of the bits of its requirement's sets.
+        self._full = [0 if need is None else (1 << len(need.sets)) - 1 for _, need in needs]
         index: dict[tuple[str, bool], dict[str, list[tuple[int, int]]]] = {}
         for i, (form, need) in enumerate(needs):
             if need is None:
@@ -142,19 +151,26 @@ class Prefilter:
             by_string = index.setdefault((form, need.folded), {})
             for k, options in enumerate(need.sets):
                 for s in options:
-                    by_string.setdefault(s, []).append((i, k))
-        self._groups = [(form, folded, LiteralScan(by), by) for (form, folded), by in index.items()]
+                    by_string.setdefault(s, []).append((i, 1 << k))
+        self._groups = [
+            (form, folded, LiteralScan(by), {s: tuple(v) for s, v in by.items()})
+            for (form, folded), by in index.items()
+        ]
 
     def candidates(self, text_for: Callable[[str], str]) -> list[int]:
         """Positions (ascending) of the patterns that could match; ``text_for(form)`` gives the text."""
         out = list(self._always)
+        full = self._full
         for form, folded, scan, by_string in self._groups:
             text = text_for(form)
-            satisfied: dict[int, set[int]] = {}
-            for s in scan.found(fold_case(text) if folded else text):
-                for i, k in by_string[s]:
-                    satisfied.setdefault(i, set()).add(k)
-            out += [i for i, ks in satisfied.items() if len(ks) == self._sets[i]]
+            found = scan.found(fold_case(text) if folded else text)
+            if not found:
+                continue
+            bits: dict[int, int] = {}
+            for s in found:
+                for i, bit in by_string[s]:
+                    bits[i] = bits.get(i, 0) | bit
+            out += [i for i, got in bits.items() if got == full[i]]
         return sorted(out)
 
 

@@ -28,6 +28,8 @@ from typing import Any
 _UMLAUTS = str.maketrans({"ä": "a", "ö": "o", "ü": "u", "ß": "ss"})
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _SPACE_RUN_RE = re.compile(r"[^\S\n]+")
+# Whitespace other than " " and line breaks: with none of it and no double space, step 6 has nothing to do.
+_ODD_SPACE_RE = re.compile(r"[^\S\n ]")
 _HAN_RE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 # Code points that render as nothing but are letters (Lo) to Unicode: Hangul fillers, the braille blank
 # and the combining grapheme joiner's relatives are not Cf, so step 3 names them.
@@ -75,11 +77,18 @@ def _visible(ch: str) -> bool:
     return unicodedata.category(ch) not in ("Cf", "Mn")
 
 
-# Every character's visibility, remembered: answers reuse the same hundred or so characters.
-_VISIBLE: dict[str, bool] = {}
+# Characters already classified (answers reuse the same hundred or so); bounded, so that text made of
+# every Unicode character cannot grow them without limit.
+_SHOWN: set[str] = set()
+_HIDDEN: set[str] = set()
+_KNOWN_MAX = 65536
 # Python's \w is exactly str.isalnum() plus "_" (tests check every code point), so this deletes what
-# compact_view drops in one C pass.
+# compact_view drops in one C pass; ASCII text is faster still through a deletion table.
 _NOT_ALNUM_RE = re.compile(r"[\W_]+")
+_ASCII_NOT_ALNUM = dict.fromkeys(code for code in range(128) if not chr(code).isalnum())
+# Characters known to be visible and no confusable (most texts are made only of them: then steps 3 and 4
+# have nothing to do), and bounded like _SHOWN.
+_PLAIN: set[str] = set()
 
 
 def _deleting(chars: set[str]) -> dict[int, None]:
@@ -93,14 +102,16 @@ def strip_invisible(text: str) -> str:
     # distinct ones, and the per-character category look-up was most of the safety gate's cost (issue 15).
     if text.isascii():
         return text  # no ASCII character is a format control, a combining mark or a blank letter
-    visible = _VISIBLE
-    hidden = set()
-    for ch in set(text):
-        seen = visible.get(ch)
-        if seen is None:
-            seen = visible[ch] = _visible(ch)
-        if not seen:
+    chars = set(text)
+    if chars <= _SHOWN:
+        return text
+    hidden = chars & _HIDDEN
+    for ch in chars - _SHOWN - _HIDDEN:
+        shown = _visible(ch)
+        if not shown:
             hidden.add(ch)
+        if len(_SHOWN) + len(_HIDDEN) < _KNOWN_MAX:
+            (_SHOWN if shown else _HIDDEN).add(ch)
     return text.translate(_deleting(hidden)) if hidden else text
 
 
@@ -108,16 +119,37 @@ def rule_view(text: str) -> str:
     """The normalised copy of ``text`` that pattern rules read (steps 1-6 of the module docstring)."""
     if not text:
         return ""
-    text = _SURROGATE_RE.sub("\ufffd", text)
-    text = strip_invisible(unicodedata.normalize("NFKC", text))
-    if not text.isascii():
-        # Replace only the confusables present (usually none): translate() would look up every character.
-        table = _confusable_table()
-        for ch in {ch for ch in set(text) if ord(ch) in table}:
-            text = text.replace(ch, table[ord(ch)])  # one ASCII character for one non-ASCII: no overlap
+    if not text.isascii():  # ASCII has no surrogates, nothing NFKC changes, nothing hidden, no confusables
+        text = unicodedata.normalize("NFKC", _SURROGATE_RE.sub("\ufffd", text))
+        chars = set(text)
+        if not chars <= _PLAIN:
+            text = _unhide(text, chars)
         if _HAN_RE.search(text):
             text = str(_t2s().convert(text))
-    return _SPACE_RUN_RE.sub(" ", text)
+    if "  " in text or _ODD_SPACE_RE.search(text):  # else every run of spaces is one " " already
+        text = _SPACE_RUN_RE.sub(" ", text)
+    return text
+
+
+def _unhide(text: str, chars: set[str]) -> str:
+    """Steps 3 and 4 on ``text`` (its characters ``chars``): invisible characters deleted, confusables
+    folded to ASCII."""
+    table = _confusable_table()
+    hidden: set[str] = set()
+    confusable: list[str] = []
+    for ch in chars - _PLAIN:
+        if not _visible(ch):
+            hidden.add(ch)
+        elif ord(ch) in table:
+            confusable.append(ch)
+        elif len(_PLAIN) < _KNOWN_MAX:
+            _PLAIN.add(ch)
+    if hidden:
+        text = text.translate(_deleting(hidden))
+    # Replace only the confusables present (usually none): translate() would look up every character.
+    for ch in confusable:
+        text = text.replace(ch, table[ord(ch)])  # one ASCII character for one non-ASCII: no overlap
+    return text
 
 
 def compact_view(text: str, *, normalised: bool = False) -> str:
@@ -125,4 +157,7 @@ def compact_view(text: str, *, normalised: bool = False) -> str:
     and ``ig*no*re`` both read ``ignore``. For a few long phrases only (words run together here).
     ``normalised=True`` says ``text`` already is a rule view."""
     view = (text if normalised else rule_view(text)).casefold()
-    return _NOT_ALNUM_RE.sub("", view)
+    if view.isascii():
+        return view.translate(_ASCII_NOT_ALNUM)
+    # Whitespace is never alphanumeric: split() drops it in C, leaving the regex only the punctuation.
+    return _NOT_ALNUM_RE.sub("", "".join(view.split()))
