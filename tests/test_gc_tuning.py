@@ -6,6 +6,7 @@ import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,7 +63,16 @@ def test_a_users_own_setting_is_left_alone(threshold: int) -> None:
 def test_execute_run_judges_under_it_and_gives_it_back(tmp_path: Path) -> None:
     (tmp_path / "data.jsonl").write_text(
         "".join(
-            json.dumps({"id": f"s{i}", "user_input": "Termin?", "detected_intent": "r", "response": f"Ja {i}."}) + "\n"
+            json.dumps(
+                {
+                    "id": f"s{i}",
+                    "user_input": "Termin?",
+                    "detected_intent": "r",
+                    "expected_intent": "r",
+                    "response": f"Ja {i}.",
+                }
+            )
+            + "\n"
             for i in range(3)
         ),
         encoding="utf-8",
@@ -99,4 +109,39 @@ def test_execute_run_judges_under_it_and_gives_it_back(tmp_path: Path) -> None:
             loop.close()
     assert judged == 3 and store.count_results("g") == 3
     assert seen and all(t == RUN_GEN0_THRESHOLD for t in seen)  # the writer's progress hook ran during the run
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_bqas_run_writes_its_summary_under_it_too(
+    tmp_path: Path, bqas_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary and report files read every record back after the judging: same setting there."""
+    from typer.testing import CliRunner
+
+    import bqas.runner.run as run_module
+    from bqas.cli.main import app
+    from bqas.runner.summary import summarize as real
+
+    seen: list[int] = []
+
+    def observed(records: Any) -> Any:
+        seen.append(gc.get_threshold()[0])
+        return real(records)
+
+    monkeypatch.setattr(run_module, "summarize", observed)
+    rows = [
+        {"id": f"s{i}", "user_input": "Termin?", "detected_intent": "r", "expected_intent": "r", "response": f"Ja {i}."}
+        for i in range(2)
+    ]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (tmp_path / "s.yaml").write_text("name: g\njudges: [voice]\nbackend: llm\ndataset: data.jsonl\n", encoding="utf-8")
+    reply = {"intent_accuracy": 90, "faithfulness": 5, "relevance": 5, "coherence": 5, "safety": "pass"}
+    with ScriptedLLM(default=Reply(content=json.dumps({**reply, "reasoning": "Gut."}))) as server:
+        monkeypatch.setenv("BQAS_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("BQAS_JUDGE_MODEL", "judge-1")
+        out = CliRunner().invoke(
+            app, ["run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"), "--no-progress"]
+        )
+    assert out.exit_code == 0, out.output
+    assert seen == [RUN_GEN0_THRESHOLD]
     assert gc.get_threshold() == (700, 10, 10)
