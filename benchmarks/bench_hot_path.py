@@ -3,7 +3,8 @@
 Prints microseconds per call (best of several rounds) for: parsing the benchmark's judge reply, building a
 dimension's provenance validated and with ``model_construct``, dropping the LLM exchange from a record
 (comprehension vs the store's copy), the safety gate by answer length, and the 22 judge-manipulation rules
-one by one vs one alternation of them. ``--transport`` instead compares the bare aiohttp client with the
+one by one vs one alternation of them vs ``scan`` with and without the required-literal pre-filter.
+``--transport`` instead compares the bare aiohttp client with the
 LLM client's settings (timeout, session headers, chunked read) against the scripted server. ``--engine``
 times the runner's own work per judgment without the network: ``judge_one`` (render, the client's request
 building and reply reading, parse, combine, record) on the benchmark's voice samples with the HTTP post
@@ -107,6 +108,17 @@ def manipulation_rules() -> None:
     alternation = (time.perf_counter() - started) / len(texts) * 1e6
     print(f"manipulation rules one by one           {one_by_one:8.1f} us")
     print(f"manipulation rules as one alternation   {alternation:8.1f} us")
+    try:
+        from bqas.offline.manipulation import scan
+    except ImportError:  # a checkout from before the required-literal pre-filter
+        return
+    raw = [f"Ich erinnere dich an Termin {i}. Morgen um acht Uhr, denk an die Unterlagen." for i in range(2000)]
+    for prefilter in (False, True):
+        started = time.perf_counter()
+        for text in raw:
+            scan(text, prefilter=prefilter)
+        per_text = (time.perf_counter() - started) / len(raw) * 1e6
+        print(f"manipulation scan, views included, prefilter={prefilter!s:5s} {per_text:8.1f} us")
 
 
 def transport(n: int = 8000) -> None:

@@ -120,6 +120,11 @@ def _phrases() -> list[str]:
         "上海市南京路12号",
         "PLZ 80331 München",
         "10 Downing Street",
+        "das war Kolbs.",  # a listed surname alone, in the genitive
+        "laut A. Wiegemann",  # an initial
+        "Lea Schmidt kommt",  # a listed first name
+        "Schülerin Mia",  # a role
+        "Mr Smith",  # a title
     ]
 
 

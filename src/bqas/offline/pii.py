@@ -705,6 +705,8 @@ def _after_noun_marker(text: str, toks: list[_Tok], i: int) -> bool:
 
 def _latin_persons(text: str, pre: bool = True) -> list[PiiFinding]:
     """Names in Latin script: cues first, then first names, then repetitions of names already found."""
+    if pre and not _may_hold_name(text):
+        return []
     lex = _lexicon()
     toks = _tokens(text)
     used = [False] * len(toks)
@@ -731,6 +733,28 @@ def _latin_persons(text: str, pre: bool = True) -> list[PiiFinding]:
         if not used[i] and tok.text in seen:
             emit(i, i + 1, "name:repeat", 0.6)
     return out
+
+
+def _may_hold_name(text: str) -> bool:
+    """Cheap necessary condition for :func:`_latin_persons` to find anything: every span starts at a title
+    or role word, a listed first name, an initial, a listed surname (the rules below) or after a context
+    phrase (whose literals :func:`_may_match` looks for); a repetition needs one of those first. Most voice
+    answers ("Ich erinnere dich um 14 Uhr an die Konferenz") have no such word: no tokens are built."""
+    if any(map(_may_start_name, _word_pattern().findall(text))):
+        return True
+    return _may_match(_person_patterns()[1], text, True)
+
+
+@lru_cache(maxsize=16384)
+def _may_start_name(word: str) -> bool:
+    """Whether a span of the Latin name rules can start at ``word`` (the shipped lists; see
+    :func:`_may_hold_name`)."""
+    lex = _lexicon()
+    if word in _TITLE_CUES or _is_role(word) or _known_first(word, lex):
+        return True
+    if len(word) == 1 and word.isupper():
+        return True  # an initial
+    return word in lex.last or (word.endswith("s") and word[:-1] in lex.last)
 
 
 def _cue_spans(text: str, toks: list[_Tok], lex: _Lexicon, pre: bool = True) -> Iterator[tuple[int, int, str, float]]:
