@@ -108,3 +108,21 @@ def test_fast_path_leaves_what_it_cannot_vouch_for_to_the_slow_path() -> None:
     assert not may_hold_surrogates('{"a": "\\u00e4 \\ud7ff"}')
     outcome = parse_reply('{"intent_accuracy": 85, "reasoning": "\\ud800"}', SCHEMA)
     assert "lone surrogates" in " ".join(outcome.warnings)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(TEXT, REPLIES, st.text(alphabet='\\ud{"u0123456789abcdefABCDEF', max_size=20)))
+def test_the_ascii_shortcut_never_skips_a_reply_that_may_hold_surrogates(text: str) -> None:
+    """parse_reply skips the surrogate search for an ASCII reply without a "\\u" escape: such a reply can
+    never be one the search would flag."""
+    if may_hold_surrogates(text):
+        assert not (text.isascii() and "\\u" not in text)
+
+
+def test_an_ascii_reply_skips_the_surrogate_search() -> None:
+    reply = json.dumps({**VALID_EXAMPLE, "reasoning": "Passt."})
+    with mock.patch.object(parse, "may_hold_surrogates", side_effect=may_hold_surrogates) as search:
+        assert parse_reply(reply, SCHEMA).ok
+        assert search.call_count == 0
+        assert parse_reply(reply.replace("Passt.", "Passt, Grüße."), SCHEMA).ok  # not ASCII: searched
+        assert search.call_count == 1

@@ -210,7 +210,10 @@ def parse_reply(text: str, schema: dict[str, Any]) -> ParseOutcome:
         return ParseOutcome(None, [f"expected a JSON object, got {type(value).__name__}"], repairs)
     warnings: list[str] = []
     replaced = False
-    if may_hold_surrogates(text or ""):  # else the value has none: repairing would rebuild it for nothing
+    # Else the value has none: repairing would rebuild it for nothing. An ASCII reply without a "\u" escape
+    # cannot hold one, which is checked faster than the search (most replies; issue 15's hot path).
+    raw = text or ""
+    if not (raw.isascii() and "\\u" not in raw) and may_hold_surrogates(raw):
         try:
             value, replaced = repair_value(value)
         except UntrustedValueError:  # pragma: no cover - _loads checked the depth already
