@@ -200,3 +200,17 @@ def test_rule_and_compact_views_equal_the_reference(text: str) -> None:
     view = normalize.rule_view(text)
     assert view == _rule_view_reference(text)
     assert normalize.compact_view(view, normalised=True) == "".join(ch for ch in view.casefold() if ch.isalnum())
+
+
+def test_context_phrase_window_edges() -> None:
+    """The context phrases are looked for in the 30 characters before a word: the pre-filter's window test
+    keeps every phrase that ends there, whatever the gap of spaces, up to the window's edge."""
+    found_any = False
+    for phrase in ("Notiz zu", "my name is", "Elternbrief für", "LIEBE", "Name:"):
+        for gap in range(1, 31):
+            for lead in ("", "x ", "Die Notiz. "):
+                text = f"{lead}{phrase}{' ' * gap}Jonte"
+                filtered = pii.detect_pii(text, "de")
+                assert filtered == pii.detect_pii(text, "de", prefilter=False), text
+                found_any = found_any or any(f.method == "name:context_cue" for f in filtered)
+    assert found_any

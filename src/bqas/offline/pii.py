@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
 
-from bqas.offline.text.literals import Prefilter, Requirement, fold_case, required_literals
+from bqas.offline.text.literals import LiteralScan, Prefilter, Requirement, fold_case, required_literals
 
 __all__ = ["KINDS", "PiiFinding", "detect_pii", "mask_pii"]
 
@@ -803,7 +803,17 @@ def _context_spans(
     # literals every phrase contains ("liebe", "familie", "name" ...) has it before no word.
     if not _may_match(context, text, pre):
         return
+    # Where those literals occur (one scan): a phrase in a word's window contains one of them wholly
+    # inside the window, so a word with none there is skipped. Sweep: occurrences by end, the latest start.
+    spans = _context_literal_spans(text) if pre else []
+    k, latest = 0, -(10**9)
     for i, tok in enumerate(toks):
+        if pre:
+            while k < len(spans) and spans[k][1] <= tok.start:
+                latest = max(latest, spans[k][0])
+                k += 1
+            if latest < tok.start - 30:
+                continue
         if not _nameish(tok.text, lex) or _is_pseudonym(text, tok):
             continue
         if not _may_end_context(text, tok.start) or context.search(text[max(0, tok.start - 30) : tok.start]) is None:
@@ -814,6 +824,19 @@ def _context_spans(
         if not known and tok.text.endswith("er") and nxt_cap and not _nameish(toks[i + 1].text, lex):
             continue
         yield i, _extend_name(text, toks, i, lex, 3), "name:context_cue", 0.8 if known else 0.6
+
+
+def _context_literal_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every occurrence of the context phrases' required literals, ordered by end."""
+    need = _need(_person_patterns()[1])
+    if need is None:  # pragma: no cover - the phrases always have literals (tests check)
+        return [(0, len(text))]
+    return _context_scan(need).occurrences(fold_case(text) if need.folded else text)
+
+
+@lru_cache(maxsize=2)
+def _context_scan(need: Requirement) -> LiteralScan:
+    return LiteralScan(need.strings())
 
 
 # The last characters of the context phrases of _person_patterns (zu/über, an/für, von/des/der, familie,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -114,6 +115,9 @@ class Requirement:
         return self.allows(text) if scan is None else self.allows_found(scan.found(text))
 
 
+_second = operator.itemgetter(1)
+
+
 class LiteralScan:
     """Which of many strings occur in a text, in one Aho-Corasick pass (``pyahocorasick``): the strings of
     all the requirements of a rule set, tested together instead of one ``in`` per string and rule."""
@@ -132,7 +136,13 @@ class LiteralScan:
         """The strings that occur in ``text`` (overlapping occurrences included)."""
         if self._empty or not text:
             return set()
-        return {s for _, s in self._automaton.iter(text)}
+        return set(map(_second, self._automaton.iter(text)))
+
+    def occurrences(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) of every occurrence in ``text`` (end exclusive), ordered by end."""
+        if self._empty or not text:
+            return []
+        return [(end + 1 - len(s), end + 1) for end, s in self._automaton.iter(text)]
 
 
 class Prefilter:
