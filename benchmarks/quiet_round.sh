@@ -21,4 +21,5 @@ run auto .venv/bin/python benchmarks/bench_auto.py --n 1000 --repeat 3 --pools a
 run runner .venv/bin/python benchmarks/bench_runner.py --sizes 10000 --repeat 3 --modes bare off defaults --src "before=$BEFORE/src"
 run service .venv/bin/python benchmarks/bench_service.py --duration 30 --concurrency 32 --think 0.5 --judge voice rag --servers default
 run defaults_split .venv/bin/python benchmarks/bench_defaults_split.py --n 5000 --repeat 2
+run ragas .venv/bin/python benchmarks/bench_ragas.py --samples 200 --latency 0.05 --concurrency 32
 echo done | tee -a "$OUT/log.txt"
