@@ -77,7 +77,82 @@ def pieces() -> None:
             return offline_tier(judge, spec, varied, "de", only=only)
 
         print(f"safety gate, {length:5d}-character answer   {per_call_us(gate, 200, 3):8.1f} us")
+    round5()
     manipulation_rules()
+
+
+def round5() -> None:
+    """The pieces changed or tried in round 5: fence, the in-flight limit, to_record's dump."""
+    import asyncio
+    import hashlib
+
+    from bqas.judging.render import CLOSE_MARKER, OPEN_MARKER, fence
+    from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
+    from bqas.llm.servers import InFlight
+    from bqas.runner.run import new_event_loop
+
+    print(
+        f"fence (a 30-character value)            {per_call_us(lambda: fence('response', 'Ich erinnere dich an Termin 3.'), 100_000):8.2f} us"
+    )
+
+    def fence_with_format(name: str = "response", text: str = "Ich erinnere dich an Termin 3.") -> str:
+        nonce = hashlib.sha256(f"{name}\x00{text}".encode()).hexdigest()[:12]
+        return (
+            f"\n{OPEN_MARKER.format(name=name, nonce=nonce)}\n{text}\n{CLOSE_MARKER.format(name=name, nonce=nonce)}\n"
+        )
+
+    print(f"fence as before (two str.format)        {per_call_us(fence_with_format, 100_000):8.2f} us")
+
+    async def in_flight() -> float:
+        limit = InFlight(128)
+        rounds = []
+        for _ in range(5):
+            cpu = time.process_time()
+            for _ in range(100_000):
+                async with limit:
+                    pass
+            rounds.append((time.process_time() - cpu) / 100_000 * 1e6)
+        return min(rounds)
+
+    loop = new_event_loop()
+    try:
+        print(f"InFlight enter + exit, a free slot      {loop.run_until_complete(in_flight()):8.2f} us")
+    finally:
+        loop.close()
+    asyncio.set_event_loop(None)
+    result = JudgmentResult(
+        response_id="s1",
+        judge="voice",
+        language="de",
+        prompt_language="de",
+        model="m",
+        backend="llm",
+        reasoning="Passt.",
+        composite_score=85.5,
+        coverage=1.0,
+        verdict="production_ready",
+        safety_gate="checked",
+    )
+    for name in ("intent_accuracy", "faithfulness", "relevance", "coherence"):
+        result.dimensions[name] = DimensionProvenance(value=4, backend="llm", model="m", method="judge_prompt")
+    result.dimensions["safety"] = DimensionProvenance(value="pass", backend="llm", model="m", offline_value="pass")
+    result.confidence["llm"] = TierConfidence(model="m", reason="the server gave no token log-probabilities")
+    fields = [n for n, f in JudgmentResult.model_fields.items() if not f.exclude]
+
+    def plain_dump() -> dict[str, Any]:  # the dict built in Python (what model_dump(mode="json") gives here)
+        out = {n: getattr(result, n) for n in fields}
+        out["dimensions"] = {k: dict(p.__dict__) for k, p in result.dimensions.items()}
+        out["confidence"] = {k: dict(c.__dict__) for k, c in result.confidence.items()}
+        for name in ("escalation_reasons", "repairs", "errors", "warnings"):
+            out[name] = list(out[name])
+        out["outputs"], out["truncated"] = dict(result.outputs), dict(result.truncated)
+        return out
+
+    assert plain_dump() == result.model_dump(mode="json")
+    print(
+        f"to_record's model_dump(mode='json')     {per_call_us(lambda: result.model_dump(mode='json'), 20_000):8.2f} us"
+    )
+    print(f"the same dict built in Python           {per_call_us(plain_dump, 20_000):8.2f} us")
 
 
 def manipulation_rules() -> None:
