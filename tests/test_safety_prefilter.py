@@ -214,3 +214,13 @@ def test_context_phrase_window_edges() -> None:
                 assert filtered == pii.detect_pii(text, "de", prefilter=False), text
                 found_any = found_any or any(f.method == "name:context_cue" for f in filtered)
     assert found_any
+
+
+def test_character_memos_stay_bounded() -> None:
+    """Text made of every code point leaves the per-character memos at their bounds (and folds right)."""
+    text = _ALL[::7]
+    assert fold_case(text) == "".join(chr(literals._FoldTable.__missing__(literals._FOLD, ord(ch))) for ch in text)
+    normalize.rule_view(text)
+    assert len(literals._FOLD) <= literals._FOLD_MAX and len(literals._LOWER_FOLDS) <= literals._LOWER_FOLDS_MAX
+    assert len(normalize._SHOWN) + len(normalize._HIDDEN) <= normalize._KNOWN_MAX
+    assert len(normalize._PLAIN) <= normalize._KNOWN_MAX

@@ -45,13 +45,18 @@ except (ImportError, AttributeError):  # pragma: no cover - another interpreter:
 
 
 class _FoldTable(dict[int, int]):
-    """Code point -> the representative of its case class under ``re.IGNORECASE`` (filled on demand)."""
+    """Code point -> the representative of its case class under ``re.IGNORECASE`` (filled on demand, up to
+    ``_FOLD_MAX`` entries, so that text made of every Unicode character cannot grow it without limit)."""
 
     def __missing__(self, code: int) -> int:
         lower = int(_tolower(code))
         value = min((lower, *_extra.get(lower, ())))
-        self[code] = value
+        if len(self) < _FOLD_MAX:
+            self[code] = value
         return value
+
+
+_FOLD_MAX = 65536
 
 
 _FOLD = _FoldTable()
