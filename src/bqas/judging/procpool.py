@@ -99,6 +99,9 @@ def _init_worker(factory: EmbedderFactory, env: dict[str, str], barrier: Any, pr
 
     _JUDGE = OfflineJudge(embedder_factory=factory)
     _JUDGE.load()
+    from bqas.offline.warm import warm_rules
+
+    warm_rules()  # the rules' compiled parts too, so that the first requests this worker takes do not wait
     # A broken barrier (another worker died while loading) does not stop this worker from working.
     with contextlib.suppress(threading.BrokenBarrierError):
         barrier.wait(timeout=600)
