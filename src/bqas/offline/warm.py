@@ -2,7 +2,7 @@
 
 The safety gate's and the grounding checks' rules are compiled on first use: the regular expressions, the
 literals each one needs (:mod:`bqas.offline.text.literals`), their Aho-Corasick automata, the Chinese
-name cues. That first use costs about 0.3 s of CPU per process, and in a service's worker process it fell
+name cues. That first use costs about 0.15 s of CPU per process, and in a service's worker process it fell
 on the first requests, which then waited for it together (issue 15: the service's p99 with distinct
 requests). A worker process calls :func:`warm_rules` while it loads, before it takes work; a short CLI run
 does not (it would pay for languages it never judges).
