@@ -94,6 +94,14 @@ def _rules(feats: Featurized, examples: list[Example]) -> tuple[list[float | Non
     return share, gate
 
 
+def data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every grounding bench reads its data with: the datasets folder, the scenarios' data
+    folder and the split seed."""
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "datasets")
+    parser.add_argument("--scenarios", type=Path, default=ROOT / "scenarios" / "data")
+    parser.add_argument("--seed", type=int, default=0)
+
+
 def cached_rows(data: Path, scenarios: Path, seed: int, cache: Path) -> list[tuple[Example, list[float]]]:
     """(example, features) of the trainable and MEMERAG examples from the feature cache :func:`main` wrote
     (same data, seed and perturbation kinds); exits naming the file when it is not that cache."""
@@ -116,9 +124,7 @@ def set_kinds(kinds: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "datasets")
-    parser.add_argument("--scenarios", type=Path, default=ROOT / "scenarios" / "data")
-    parser.add_argument("--seed", type=int, default=0)
+    data_arguments(parser)
     parser.add_argument("--cache", type=Path, default=None, help="feature cache (JSON Lines)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     parser.add_argument("--kinds", default="", help="synthetic perturbation kinds (bench_grounding_recipes.py)")

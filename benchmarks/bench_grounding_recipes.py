@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench_grounding_model import cached_rows, set_kinds
+from bench_grounding_model import cached_rows, data_arguments, set_kinds
 
 from bqas.offline import grounding_train as gt
 from bqas.offline.grounding_data import Example
@@ -78,9 +78,7 @@ def evaluate(recipe: gt.Recipe, train: Rows, mem: Rows, seed: int) -> dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "datasets")
-    parser.add_argument("--scenarios", type=Path, default=ROOT / "scenarios" / "data")
-    parser.add_argument("--seed", type=int, default=0)
+    data_arguments(parser)
     parser.add_argument("--cache", type=Path, required=True, help="feature cache of bench_grounding_model.py")
     parser.add_argument("--only", default="", help="comma-separated recipe names (default: all)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_grounding_model import cached_rows
+from bench_grounding_model import cached_rows, data_arguments
 
 from bqas.offline.grounding_features import FEATURE_NAMES
 
@@ -27,9 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     from sklearn.metrics import roc_auc_score
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "datasets")
-    parser.add_argument("--scenarios", type=Path, default=ROOT / "scenarios" / "data")
-    parser.add_argument("--seed", type=int, default=0)
+    data_arguments(parser)
     parser.add_argument("--cache", type=Path, required=True, help="feature cache of bench_grounding_model.py")
     args = parser.parse_args(argv)
     rows = cached_rows(args.data, args.scenarios, args.seed, args.cache)
