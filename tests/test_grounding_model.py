@@ -262,3 +262,58 @@ def test_llm_like_perturbations_generalise_misattribute_and_add_detail(monkeypat
     kinds = gd.synthesize(passages, "t", seed=2, per_passage=12)
     unfaithful = [e.answer for e in kinds if e.label == 1]
     assert any(a.startswith(("All visitors", "Alle Räume")) or " always " in a for a in unfaithful)
+
+
+class _RecordingEmbedder:
+    """The hashing embedder, recording every text it is asked to embed."""
+
+    def __init__(self) -> None:
+        from bqas.offline.embeddings import HashingEmbedder
+
+        self.inner = HashingEmbedder()
+        self.name, self.dim = self.inner.name, self.inner.dim
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]) -> Any:
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+def _recording_ctx() -> tuple[OfflineContext, _RecordingEmbedder]:
+    emb = _RecordingEmbedder()
+    ctx = OfflineContext(language="en")
+    ctx.resources["embedder"] = emb
+    return ctx, emb
+
+
+ANSWER_2 = "The Rhine Falls are 23 metres high. They were formed about 14,000 years ago."
+QUERY = "How high are the Rhine Falls?"
+
+
+def test_a_model_without_qa_relevance_does_not_embed_the_whole_answer() -> None:
+    from bqas.offline.grounding_model import RELEVANCE_FEATURE, feature_vector
+
+    model = load_model()
+    assert RELEVANCE_FEATURE not in model.features  # the shipped model; the saving below is for it
+    ctx, emb = _recording_ctx()
+    p = unfaithful_probability(ANSWER_2, CONTEXT, ctx, QUERY)
+    assert isinstance(p, GroundingProbability)
+    assert ANSWER_2 not in emb.texts and QUERY not in emb.texts
+    assert RELEVANCE_FEATURE not in p.features  # not computed, so not reported as 0.0
+    # The same probability as from the full feature vector, relevance included.
+    full = feature_vector(ANSWER_2, CONTEXT, _recording_ctx()[0], QUERY)
+    assert full is not None and full[FEATURE_NAMES.index(RELEVANCE_FEATURE)] > 0.0
+    assert p.p_unfaithful == round(model.probability(full), 4)
+
+
+def test_a_model_with_qa_relevance_gets_it_computed() -> None:
+    from bqas.offline.grounding_model import RELEVANCE_FEATURE
+
+    data = _model_json()
+    data["features"] = [*data["features"][:-1], RELEVANCE_FEATURE]
+    model = GroundingModel.from_json(data)
+    ctx, emb = _recording_ctx()
+    p = unfaithful_probability(ANSWER_2, CONTEXT, ctx, QUERY, model=model)
+    assert isinstance(p, GroundingProbability)
+    assert ANSWER_2 in emb.texts and QUERY in emb.texts
+    assert p.features[RELEVANCE_FEATURE] > 0.0

