@@ -1,13 +1,14 @@
-"""Offline judges for tests that watch where and when the offline tier evaluates."""
+"""Offline judges and embedders for tests that watch where, when and what the offline tier evaluates."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from bqas.judging.offline import OfflineJudge
 from bqas.judging.result import DimensionProvenance
 from bqas.judging.spec import JudgeSpec
+from bqas.offline.embeddings import FloatArray, HashingEmbedder
 from bqas.offline.methods import MethodResult
 
 
@@ -30,3 +31,15 @@ class ObservedOfflineJudge(OfflineJudge):
     ) -> tuple[dict[str, DimensionProvenance], list[str]]:
         self.observe(only)
         return super().evaluate(spec, values, language, evidence, only=only, skip=skip)
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The hashing embedder, recording every text it is asked to embed (in ``asked``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> FloatArray:
+        self.asked.extend(texts)
+        return super().embed(texts)

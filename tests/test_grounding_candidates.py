@@ -3,24 +3,9 @@ and the built contexts are cached: the same decisions at a fraction of the embed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from bqas.offline import grounding
-from bqas.offline.embeddings import FloatArray, HashingEmbedder
 from bqas.offline.methods import OfflineContext
-
-
-class CountingEmbedder(HashingEmbedder):
-    """Records every text it is asked to embed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.asked: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> FloatArray:
-        self.asked.extend(texts)
-        return super().embed(texts)
-
+from offline_spies import CountingEmbedder
 
 FILLER = [f"Der Raum {i} im Nordflügel wird für die Arbeitsgemeinschaft Nummer {i} genutzt." for i in range(40)]
 FACTS = [

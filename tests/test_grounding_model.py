@@ -23,6 +23,7 @@ from bqas.offline.grounding_model import (
     unfaithful_probability,
 )
 from bqas.offline.methods import OfflineContext
+from offline_spies import CountingEmbedder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "grounding_train"
 CONTEXT = [
@@ -264,26 +265,9 @@ def test_llm_like_perturbations_generalise_misattribute_and_add_detail(monkeypat
     assert any(a.startswith(("All visitors", "Alle Räume")) or " always " in a for a in unfaithful)
 
 
-class _RecordingEmbedder:
-    """The hashing embedder, recording every text it is asked to embed."""
-
-    def __init__(self) -> None:
-        from bqas.offline.embeddings import HashingEmbedder
-
-        self.inner = HashingEmbedder()
-        self.name, self.dim = self.inner.name, self.inner.dim
-        self.texts: list[str] = []
-
-    def embed(self, texts: list[str]) -> Any:
-        self.texts.extend(texts)
-        return self.inner.embed(texts)
-
-
-def _recording_ctx() -> tuple[OfflineContext, _RecordingEmbedder]:
-    emb = _RecordingEmbedder()
-    ctx = OfflineContext(language="en")
-    ctx.resources["embedder"] = emb
-    return ctx, emb
+def _recording_ctx() -> tuple[OfflineContext, CountingEmbedder]:
+    emb = CountingEmbedder()
+    return OfflineContext(language="en", embedder_factory=lambda: emb), emb
 
 
 ANSWER_2 = "The Rhine Falls are 23 metres high. They were formed about 14,000 years ago."
@@ -298,7 +282,7 @@ def test_a_model_without_qa_relevance_does_not_embed_the_whole_answer() -> None:
     ctx, emb = _recording_ctx()
     p = unfaithful_probability(ANSWER_2, CONTEXT, ctx, QUERY)
     assert isinstance(p, GroundingProbability)
-    assert ANSWER_2 not in emb.texts and QUERY not in emb.texts
+    assert ANSWER_2 not in emb.asked and QUERY not in emb.asked
     assert RELEVANCE_FEATURE not in p.features  # not computed, so not reported as 0.0
     # The same probability as from the full feature vector, relevance included.
     full = feature_vector(ANSWER_2, CONTEXT, _recording_ctx()[0], QUERY)
@@ -315,5 +299,5 @@ def test_a_model_with_qa_relevance_gets_it_computed() -> None:
     ctx, emb = _recording_ctx()
     p = unfaithful_probability(ANSWER_2, CONTEXT, ctx, QUERY, model=model)
     assert isinstance(p, GroundingProbability)
-    assert ANSWER_2 in emb.texts and QUERY in emb.texts
+    assert ANSWER_2 in emb.asked and QUERY in emb.asked
     assert p.features[RELEVANCE_FEATURE] > 0.0
