@@ -274,7 +274,11 @@ def renew_lease(store: Store, job_id: str, worker: str, lease_seconds: float) ->
 
 
 def add_item(store: Store, job_id: str, seq: int, records: dict[str, Any], worker: str) -> bool:
-    """Store one turn's records; False (and nothing written) when the turn is already stored."""
+    """Store one turn's records; False (and nothing written) when the turn is already stored.
+
+    ``done`` grows by one in the same transaction as the turn's row (``done = done + 1``, which the
+    database applies to the row's current value under its lock): a count read before the turns stored in
+    parallel commit would write a stale number back, and the job would stay one or more turns short."""
     insert = store.insert()
     stmt = (
         insert(JobItem)
@@ -284,8 +288,8 @@ def add_item(store: Store, job_id: str, seq: int, records: dict[str, Any], worke
     )
     with store.session.begin() as s:
         inserted = s.execute(stmt).first() is not None
-        count = s.scalar(select(func.count()).select_from(JobItem).where(JobItem.job_id == job_id)) or 0
-        s.execute(update(Job).where(Job.id == job_id).values(done=int(count), updated_at=now()))
+        if inserted:
+            s.execute(update(Job).where(Job.id == job_id).values(done=Job.done + 1, updated_at=now()))
     return inserted
 
 
