@@ -437,7 +437,7 @@ class LLMClient:
                         raise _FormatRejected(status, body[:300], calls)
                     retry_after = parse_retry_after(retry_header)
                     error = LLMError(
-                        f"HTTP {status}: {body[:300]}", status=status, retry_after=retry_after, calls=calls
+                        f"HTTP {status}: {excerpt(body)}", status=status, retry_after=retry_after, calls=calls
                     )
                     if status not in (408, 409, 429, 500, 502, 503, 504):
                         raise error
@@ -474,7 +474,8 @@ class LLMClient:
             if not texts or not all(isinstance(t, str) for t in texts):
                 raise ValueError("no text choice")
         except (orjson.JSONDecodeError, ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise LLMError(f"malformed chat completion from server: {exc}", calls=calls) from None
+            message = f"malformed chat completion from server: {exc}; the answer began: {excerpt(text_body, 200)!r}"
+            raise LLMError(message, calls=calls) from None
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
         prompt_tokens = _count(usage.get("prompt_tokens"))
         completion_tokens = _count(usage.get("completion_tokens"))
@@ -507,8 +508,16 @@ async def _read_text(response: aiohttp.ClientResponse, limit: int, calls: int) -
                 f"the server's answer exceeds {limit} bytes (BQAS_LLM_MAX_REPLY_BYTES); not read further",
                 calls=calls,
             )
-    # Bytes that are not UTF-8 become U+FFFD (replies are repaired, inputs rejected: bqas.untrusted).
-    return data.decode(response.get_encoding() or "utf-8", errors="replace")
+    # UTF-8 whatever the Content-Type says: JSON has no other encoding, a proxy's error page comes as
+    # text/html without a charset, and a named charset may be one Python lacks. Bytes that are not UTF-8
+    # become U+FFFD (replies are repaired, inputs rejected: bqas.untrusted).
+    return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+
+
+def excerpt(body: str, limit: int = 300) -> str:
+    """The first characters of an answer on one line (an HTML error page's line breaks collapsed)."""
+    flat = " ".join(body[: limit * 4].split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _loads_body(text: str) -> Any:

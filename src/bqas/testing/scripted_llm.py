@@ -63,6 +63,8 @@ class Reply:
     ``tokens`` scripts the reply token by token (``content`` defaults to their concatenation);
     ``logprobs`` maps a token's text to its alternatives, the first being the token's own log-probability.
     ``finish_reason`` is what the choice reports (``length`` for a reply cut at ``max_tokens``).
+    ``raw`` replaces the whole HTTP body with bytes as they are (not UTF-8, say); a ``Content-Type`` in
+    ``headers`` replaces the default ``application/json``.
     """
 
     content: str | None = None
@@ -71,6 +73,7 @@ class Reply:
     delay: float | None = None
     hang: bool = False
     body: str | None = None
+    raw: bytes | None = None
     prompt_tokens: int | None = None
     completion_tokens: int = 20
     tokens: list[Token] | None = None
@@ -240,6 +243,9 @@ class ScriptedLLM:
         if delay and not await _unless_gone(asyncio.sleep(delay), gone):
             self.cancelled += 1
             return
+        if reply.raw is not None:
+            await _respond_raw(send, reply.status, reply.raw, reply.headers)
+            return
         if reply.body is not None:
             await _respond_raw(send, reply.status, reply.body.encode(), reply.headers)
             return
@@ -335,8 +341,10 @@ async def _respond(send: Send, status: int, data: Any, headers: dict[str, str] |
 
 
 async def _respond_raw(send: Send, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
-    raw_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    raw_headers += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    extra = {k.lower(): v for k, v in (headers or {}).items()}
+    content_type = extra.pop("content-type", "application/json")
+    raw_headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
+    raw_headers += [(k.encode(), v.encode()) for k, v in extra.items()]
     await send({"type": "http.response.start", "status": status, "headers": raw_headers})
     await send({"type": "http.response.body", "body": body})
 
