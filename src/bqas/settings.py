@@ -38,6 +38,12 @@ class Settings(BaseSettings):
     llm_cache: bool = True
     # The most bytes of one LLM answer that are read, stored and cached (a runaway reply is refused).
     llm_max_reply_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    # An embedded llama.cpp engine for a local GGUF model instead of a server (bqas.llm.local; extra
+    # bqas[local]): tokens per request, CPU threads (unset: half the CPUs), requests decoded together.
+    llm_gguf: Path | None = None
+    llm_gguf_ctx: int = Field(default=4096, ge=256)
+    llm_gguf_threads: int | None = Field(default=None, ge=1)
+    llm_gguf_slots: int = Field(default=2, ge=1, le=64)
     # Prices in USD per million tokens, for the cost estimate of a run (unset: no estimate).
     price_prompt_per_mtok: float | None = None
     price_completion_per_mtok: float | None = None
@@ -58,8 +64,8 @@ class Settings(BaseSettings):
 
     @property
     def llm_configured(self) -> bool:
-        """True when an LLM endpoint and model are configured."""
-        return bool(self.llm_base_url and self.judge_model)
+        """True when an LLM endpoint and model, or a local GGUF model, are configured."""
+        return bool(self.llm_base_url and self.judge_model) or self.llm_gguf is not None
 
     @property
     def cache_dir(self) -> Path:

@@ -70,6 +70,10 @@ def engine_for(config: JudgeConfig, request: EngineRequest) -> JudgeEngine:
         structured_output=o.structured_output,
         concurrency=o.concurrency,
         cache=o.cache,
+        gguf=o.gguf,
+        n_ctx=o.n_ctx,
+        threads=o.threads,
+        slots=o.slots,
     )
     registry = None
     if config.judges_dir is not None:

@@ -88,6 +88,15 @@ def calibrate_cmd(
         Optional[str],  # noqa: UP045
         typer.Option("--structured-output", help="auto | json_schema | json_object | prompt."),
     ] = None,
+    llm_gguf: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--llm-gguf",
+            metavar="PATH",
+            help="Judge with this local GGUF model in an embedded llama.cpp engine (pip install 'bqas[local]'; "
+            "env BQAS_LLM_GGUF).",
+        ),
+    ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")] = False,
     policy: Annotated[
         Optional[Path],  # noqa: UP045
@@ -121,7 +130,11 @@ def calibrate_cmd(
     if gold is None or judge is None:
         raise _fail("--gold and --judge are needed (or a subcommand: bqas calibrate fit --help)")
     overrides = LLMOverrides(
-        base_url=base_url, model=model, structured_output=structured_output, cache=False if no_cache else None
+        base_url=base_url,
+        model=model,
+        structured_output=structured_output,
+        cache=False if no_cache else None,
+        gguf=llm_gguf,
     )
     if profile is not None:
         from bqas.cli.calibrate_fit import check_profile_run

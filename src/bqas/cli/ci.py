@@ -111,6 +111,7 @@ def _render(source: str, baseline: str | None, max_drop: float, max_worse: int |
         "scenario": run.scenario,
         "backend": run.config.get("backend"),
         "model": run.config.get("model"),
+        "llm_engine": run.config.get("llm_engine"),
     }
     text = run_markdown(
         meta,

@@ -83,6 +83,15 @@ StructuredOpt = Annotated[
         help="auto | json_schema | json_object | prompt (env BQAS_STRUCTURED_OUTPUT; auto tries them in order).",
     ),
 ]
+GgufOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--llm-gguf",
+        metavar="PATH",
+        help="Judge with this local GGUF model in an embedded llama.cpp engine on 127.0.0.1 instead of a "
+        "server (pip install 'bqas[local]'; env BQAS_LLM_GGUF; see docs/llm.md).",
+    ),
+]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")]
 PolicyOpt = Annotated[
     Optional[Path],  # noqa: UP045
@@ -125,6 +134,7 @@ def score_cmd(
     base_url: BaseUrlOpt = None,
     model: ModelOpt = None,
     structured_output: StructuredOpt = None,
+    llm_gguf: GgufOpt = None,
     no_cache: NoCacheOpt = False,
     policy: PolicyOpt = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Samples judged at once (at least 1).")] = 8,
@@ -156,6 +166,7 @@ def score_cmd(
         policy,
         concurrency,
         max_unscored,
+        llm_gguf=llm_gguf,
     )
 
 
@@ -184,6 +195,7 @@ def run_cmd(
     base_url: BaseUrlOpt = None,
     model: ModelOpt = None,
     structured_output: StructuredOpt = None,
+    llm_gguf: GgufOpt = None,
     no_cache: NoCacheOpt = False,
     baseline: Annotated[
         Optional[str],  # noqa: UP045
@@ -239,7 +251,9 @@ def run_cmd(
         from bqas.cli.dry_run import dry_run as estimate
         from bqas.judging.factory import LLMOverrides
 
-        overrides = LLMOverrides(base_url=base_url, model=model, structured_output=structured_output, cache=False)
+        overrides = LLMOverrides(
+            base_url=base_url, model=model, structured_output=structured_output, cache=False, gguf=llm_gguf
+        )
         estimate(scenario, resume, backend, language, overrides, as_json, repeats)
         return
     from bqas.cli.run import run_scenario
@@ -261,6 +275,7 @@ def run_cmd(
         ray=ray,
         ray_workers=ray_workers,
         repeats=repeats,
+        llm_gguf=llm_gguf,
     )
 
 

@@ -160,6 +160,7 @@ def run_scenario(
     ray: str | None = None,
     ray_workers: int | None = None,
     repeats: int | None = None,
+    llm_gguf: Path | None = None,
 ) -> None:
     """Implementation of ``bqas run``."""
     from bqas.runner.run import RunRequest, execute
@@ -180,6 +181,17 @@ def run_scenario(
         # First line of the run (before the progress bar): the id to resume with if it is killed.
         started.append(run_id)
         typer.echo(f"{'resuming' if resuming else 'run'} {run_id} · outputs: {out_dir}")
+        import sys
+
+        if "bqas.llm.local" in sys.modules:  # a local model: say what its engine cost to start
+            from bqas.llm.local import started_engines
+
+            for info in started_engines():
+                typer.echo(
+                    f"embedded llama.cpp engine: {info['model']} started in {info['start_seconds']:.1f} s"
+                    f" ({info['threads']} threads, {info['slots']} slots, n_ctx {info['n_ctx']})",
+                    err=True,
+                )
 
     request = RunRequest(
         scenario_path=scenario,
@@ -196,7 +208,11 @@ def run_scenario(
         ray_workers=ray_workers,
         repeats=repeats,
         overrides=LLMOverrides(
-            base_url=base_url, model=model, structured_output=structured_output, cache=False if no_cache else None
+            base_url=base_url,
+            model=model,
+            structured_output=structured_output,
+            cache=False if no_cache else None,
+            gguf=llm_gguf,
         ),
     )
     from bqas.cli.review_notes import ReviewNotes, held_review_notes, print_review_notes

@@ -84,6 +84,7 @@ def run_score(
     policy: Path | None,
     concurrency: int,
     max_unscored: float | None = None,
+    llm_gguf: Path | None = None,
 ) -> None:
     """Implementation of ``bqas score`` (exit codes: see :func:`bqas.runner.summary.unscored_gate`)."""
     if backend not in ("auto", "llm", "offline"):
@@ -107,6 +108,7 @@ def run_score(
                 model=model,
                 structured_output=structured_output,
                 cache=False if no_cache else None,
+                gguf=llm_gguf,
             ),
             policy_file=policy,
         )
@@ -120,6 +122,13 @@ def run_score(
         typer.echo(
             f"loaded the offline models in {engine.offline.load_seconds:.1f} s before judging"
             " (not counted in latency_ms)",
+            err=True,
+        )
+    local = engine.llm.config.engine if engine.llm is not None else None
+    if local is not None:
+        typer.echo(
+            f"embedded llama.cpp engine: {local['model']} started in {local['start_seconds']:.1f} s"
+            f" ({local['threads']} threads, {local['slots']} slots, n_ctx {local['n_ctx']})",
             err=True,
         )
     for record in records:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -33,6 +34,36 @@ def _service_settings(backend: str | None) -> object:
     return service
 
 
+def _start_local_engine(gguf: Path | None) -> None:
+    """Start the embedded engine before the service listens (loading a model blocks for seconds, which must
+    not happen inside a request); the service's backends then find it running."""
+    import os
+
+    from bqas.settings import get_settings
+
+    if gguf is not None:
+        os.environ["BQAS_LLM_GGUF"] = str(gguf)
+        get_settings.cache_clear()
+    settings = get_settings()
+    if settings.llm_gguf is None:
+        return
+    from bqas.judging.factory import local_model
+    from bqas.llm.local import local_engine
+
+    typer.echo(f"bqas serve: starting the embedded llama.cpp engine for {settings.llm_gguf} …", err=True)
+    try:
+        model = local_model(settings)
+        assert model is not None
+        engine = local_engine(model)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(
+        f"bqas serve: engine ready in {engine.start_seconds:.1f} s: {engine.name} at {engine.base_url}"
+        f" ({engine.model.threads} threads, {engine.model.slots} slots)",
+        err=True,
+    )
+
+
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[
@@ -54,6 +85,15 @@ def serve(
         bool, typer.Option("--no-worker", help="Serve HTTP only; run async jobs with `bqas worker` processes.")
     ] = False,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    llm_gguf: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--llm-gguf",
+            metavar="PATH",
+            help="Judge the llm and auto backends with this local GGUF model in an embedded llama.cpp engine "
+            "(pip install 'bqas[local]'; env BQAS_LLM_GGUF).",
+        ),
+    ] = None,
 ) -> None:
     """Start the scoring service (FastAPI under uvicorn) with an in-process job worker.
 
@@ -71,6 +111,7 @@ def serve(
 
     service = _service_settings(backend)
     assert isinstance(service, ServiceSettings)
+    _start_local_engine(llm_gguf)
     url = public_url or service.public_url or f"http://{host}:{port}"
     typer.echo("bqas serve: opening the store and checking its schema …", err=True)
     try:

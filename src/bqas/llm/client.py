@@ -89,6 +89,8 @@ class LLMConfig:
     extra_headers: dict[str, str] = field(default_factory=dict)
     # The most bytes of one HTTP answer that are read (and so stored and cached); env BQAS_LLM_MAX_REPLY_BYTES.
     max_reply_bytes: int = 2 * 1024 * 1024
+    # The embedded engine serving base_url (bqas.llm.local: model file, threads, start-up time), if any.
+    engine: dict[str, Any] | None = None
 
 
 @dataclass

@@ -51,6 +51,13 @@ def run_markdown(
         f"{summary['samples']} results ({summary['invalid']} invalid) · pass rate "
         + ("–" if summary.get("pass_rate") is None else f"{100 * summary['pass_rate']:.1f} %")
     )
+    engine = run.get("llm_engine")
+    if isinstance(engine, Mapping):
+        out.append("")
+        out.append(
+            f"LLM engine: {md(engine.get('engine'))} · {md(engine.get('gguf'))} · {engine.get('threads')} threads · "
+            f"{engine.get('slots')} slots · started in {float(engine.get('start_seconds') or 0):.1f} s"
+        )
     out.append("")
     verdicts = summary.get("verdicts", {})
     out += _table(

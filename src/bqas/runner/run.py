@@ -116,8 +116,14 @@ def llm_overrides(scenario: Scenario, request: RunRequest) -> LLMOverrides:
     """The LLM settings of a run: the command line's, else the scenario's (the API key from its variable)."""
     o = request.overrides
     llm = scenario.llm
+    # A server or model on the command line replaces the scenario's (either kind).
+    from_cli = o.base_url is not None or o.gguf is not None
     return LLMOverrides(
-        base_url=o.base_url or llm.base_url,
+        base_url=o.base_url or (None if from_cli else llm.base_url),
+        gguf=o.gguf or (None if from_cli else scenario.gguf_path()),
+        n_ctx=o.n_ctx or llm.n_ctx,
+        threads=o.threads or llm.threads,
+        slots=o.slots or llm.slots,
         model=o.model or llm.model,
         api_key=o.api_key or (os.environ.get(llm.api_key_env) if llm.api_key_env else None),
         structured_output=o.structured_output or llm.structured_output,
@@ -147,6 +153,7 @@ def _run_meta(
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
         "backend": config.get("backend"),
         "model": config.get("model"),
+        "llm_engine": config.get("llm_engine"),
         "language": config.get("language"),
         "judges": config.get("judges", []),
         "thresholds": config.get("thresholds", {}),
@@ -269,6 +276,8 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
             # Where this process's offline tier judges: threads, processes (BQAS_OFFLINE_POOL), None (none here).
             "offline_pool": engine.dispatch.mode,
             "model": engine.llm.config.model if engine.llm else None,
+            # The embedded engine of a local GGUF model: file, threads, slots, start-up seconds.
+            "llm_engine": engine.llm.config.engine if engine.llm else None,
             "language": request.language or scenario.language,
             "judge_language": scenario.judge_language,
             "judges": scenario.judges,

@@ -40,6 +40,18 @@ class LLMSection(BaseModel):
     price_prompt_per_mtok: float | None = Field(default=None, ge=0)
     price_completion_per_mtok: float | None = Field(default=None, ge=0)
     temperature: float | None = Field(default=None, ge=0, le=2)
+    # A local GGUF model in the embedded llama.cpp engine (instead of base_url; relative to the scenario's
+    # folder): tokens per request, CPU threads, requests decoded together (see docs/llm.md).
+    gguf: str | None = Field(default=None, min_length=1, max_length=4096)
+    n_ctx: int | None = Field(default=None, ge=256, le=1_048_576)
+    threads: int | None = Field(default=None, ge=1, le=1024)
+    slots: int | None = Field(default=None, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _one_llm(self) -> LLMSection:
+        if self.gguf is not None and self.base_url is not None:
+            raise ValueError("give either base_url (a server) or gguf (a local model), not both")
+        return self
 
 
 class RaySection(BaseModel):
@@ -132,6 +144,15 @@ class Scenario(BaseModel):
         """The profile paths, relative ones resolved against the scenario file's folder."""
         base = self.path.parent if self.path is not None else Path()
         return [Path(p) if Path(p).is_absolute() else base / p for p in self.profiles]
+
+    def gguf_path(self) -> Path | None:
+        """The local model file of ``llm.gguf``, a relative path resolved against the scenario's folder."""
+        if self.llm.gguf is None:
+            return None
+        path = Path(self.llm.gguf).expanduser()
+        if not path.is_absolute() and self.path is not None:
+            path = self.path.parent / path
+        return path
 
     def dataset_path(self) -> Path | None:
         """The dataset path, relative paths resolved against the scenario file's folder."""
