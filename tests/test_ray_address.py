@@ -144,3 +144,18 @@ def test_a_bad_address_in_the_scenario_names_the_file_and_field(tmp_path: Path, 
     assert result.exit_code == 2, result.output
     assert f"error: {path}: ray.address 'head:node:x': not a cluster address" in result.output
     assert _runs(bqas_home) == 0
+
+
+def test_a_recorded_cluster_that_is_gone_is_named_not_joined() -> None:
+    """``--ray auto`` without RAY_ADDRESS checks the cluster Ray's ray_current_cluster file records before
+    ray.init() would join it: a closed port is reported at once, no record means "start one"."""
+    from tests.ray_support import isolated_ray_tmpdir, record_cluster
+
+    with isolated_ray_tmpdir() as folder:
+        assert ray_address.recorded_cluster() is None
+        assert ray_address.stale_recorded_cluster() is None  # nothing recorded: ray.init starts a cluster
+        dead = f"127.0.0.1:{_closed_port()}"
+        record = record_cluster(folder, dead)
+        assert ray_address.recorded_cluster() == (record, dead)
+        reason = ray_address.stale_recorded_cluster()
+    assert reason is not None and record in reason and repr(dead) in reason and "nothing answers" in reason

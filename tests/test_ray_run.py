@@ -11,6 +11,7 @@ import os
 import re
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +24,7 @@ import pytest
 import yaml
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
+from tests.ray_support import isolated_ray_tmpdir, record_cluster
 from typer.testing import CliRunner
 
 from bqas.cli.main import app
@@ -70,13 +72,24 @@ def _scenario(tmp_path: Path, n: int, backend: str = "offline", extra: str = "")
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """One local Ray cluster for the module (starting one costs seconds): its GCS address."""
+    """One local Ray cluster for the module (starting one costs seconds): its GCS address.
+
+    In a Ray temp folder of its own, which records a cluster that is gone (as one killed `ray start`
+    leaves behind): neither the fixture nor the drivers the tests start may depend on that record."""
     ray = pytest.importorskip("ray")
-    info = ray.init(num_cpus=2, include_dashboard=False, namespace="bqas", log_to_driver=False)
-    try:
-        yield str(info.address_info["gcs_address"])
-    finally:
-        ray.shutdown()
+    with isolated_ray_tmpdir() as folder:
+        record_cluster(folder, f"127.0.0.1:{_closed_port()}")
+        info = ray.init(address="local", num_cpus=2, include_dashboard=False, namespace="bqas", log_to_driver=False)
+        try:
+            yield str(info.address_info["gcs_address"])
+        finally:
+            ray.shutdown()
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _normalised(folder: Path) -> dict[str, Any]:
@@ -357,3 +370,28 @@ def test_auto_joins_a_token_auth_cluster_of_this_host_by_ray_address(
         bad = subprocess.run([*cmd[:-1], cluster], env=env, capture_output=True, text=True, timeout=120)
         assert bad.returncode == 2, bad.stderr[-3000:]
         assert f"error: --ray {cluster!r}: the Ray cluster at {cluster} requires its token" in bad.stderr
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(300)  # starting a local cluster on a loaded machine; the hang it guards against is minutes
+def test_auto_passes_over_a_recorded_cluster_that_is_gone(tmp_path: Path, bqas_home: Path) -> None:
+    """Ray's record of the last `ray start` cluster outlives that cluster. ``--ray auto`` (no RAY_ADDRESS)
+    used to join the dead address and retry it for minutes; it must see within seconds that nothing
+    answers there, say so, and start a cluster of its own."""
+    pytest.importorskip("ray")
+    path = _scenario(tmp_path, 2)
+    with isolated_ray_tmpdir() as folder:
+        dead = f"127.0.0.1:{_closed_port()}"
+        record = record_cluster(folder, dead)
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        env["BQAS_HOME"] = str(bqas_home)
+        cmd = [sys.executable, "-m", "bqas.cli.main", "run", str(path), "--no-progress", "--ray", "auto"]
+        cmd += ["--ray-workers", "1", "--out", str(tmp_path / "o")]
+        try:
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(f"--ray auto hung on the dead cluster recorded in {record}") from exc
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"--ray auto: the Ray cluster recorded in {record} ({dead!r})" in done.stderr
+    assert "starting a local Ray cluster instead" in done.stderr
+    assert (tmp_path / "o" / "report.html").is_file()

@@ -54,26 +54,79 @@ def check_address(address: str, source: str = "--ray") -> None:
     if named is None:
         return
     origin, value = named
-    label = f"{origin or source} {value!r}"
+    _check(f"{origin or source} {value!r}", value, joined_by_auto=bool(origin))
+
+
+def _check(
+    label: str,
+    value: str,
+    *,
+    joined_by_auto: bool,
+    tcp_timeout: float = TCP_TIMEOUT_S,
+    gcs_timeout: float = GCS_TIMEOUT_S,
+) -> None:
     try:
         host, port, client = parse_address(value)
     except ValueError as exc:
         raise ScenarioError(f"{label}: not a cluster address; {exc}") from None
     try:
-        with socket.create_connection((host, port), timeout=TCP_TIMEOUT_S):
+        with socket.create_connection((host, port), timeout=tcp_timeout):
             pass
     except TimeoutError:
-        raise ScenarioError(f"{label}: {host}:{port} did not answer within {TCP_TIMEOUT_S:.0f} s") from None
+        raise ScenarioError(f"{label}: {host}:{port} did not answer within {tcp_timeout:.0f} s") from None
     except socket.gaierror as exc:
         raise ScenarioError(f"{label}: unknown host {host!r} ({exc.strerror})") from None
     except OSError as exc:
         raise ScenarioError(f"{label}: nothing answers at {host}:{port} ({exc.strerror or exc})") from None
     if not client:  # the Ray client (ray://) speaks its own protocol; ray.init reports its errors quickly
-        _check_gcs(label, f"{host}:{port}" if ":" not in host else f"[{host}]:{port}", joined_by_auto=bool(origin))
+        address = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
+        _check_gcs(label, address, joined_by_auto=joined_by_auto, timeout=gcs_timeout)
 
 
-def _check_gcs(label: str, address: str, joined_by_auto: bool) -> None:
-    """Ask the GCS at ``address`` for its cluster id, giving up after :data:`GCS_TIMEOUT_S`.
+RECORDED_TCP_TIMEOUT_S = 3.0  # the cluster `ray start` recorded on this host: a live one answers at once
+RECORDED_GCS_TIMEOUT_S = 10.0
+
+
+def recorded_cluster() -> tuple[str, str] | None:
+    """(file, address) of the cluster that the last ``ray start`` on this host recorded in Ray's temp
+    folder (``ray_current_cluster``; ``RAY_TMPDIR`` moves the folder), or None when there is none.
+
+    ``ray.init()`` joins that address without asking whether anything still runs there, and retries it
+    for minutes: the file outlives a cluster that was killed, or stopped other than by ``ray stop``."""
+    from ray._common.utils import get_ray_address_file
+
+    path = get_ray_address_file(None)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            address = fh.read(1000).strip()
+    except OSError:
+        return None
+    return (path, address) if address else None
+
+
+def stale_recorded_cluster() -> str | None:
+    """For ``--ray auto`` without ``RAY_ADDRESS``: why the cluster recorded on this host cannot be joined
+    (the file names an address where no Ray cluster answers within seconds), or None when there is no
+    record or the recorded cluster answers (``ray.init()`` then joins it)."""
+    recorded = recorded_cluster()
+    if recorded is None:
+        return None
+    path, address = recorded
+    try:
+        _check(
+            f"the Ray cluster recorded in {path} ({address!r})",
+            address,
+            joined_by_auto=True,
+            tcp_timeout=RECORDED_TCP_TIMEOUT_S,
+            gcs_timeout=RECORDED_GCS_TIMEOUT_S,
+        )
+    except ScenarioError as exc:
+        return str(exc)
+    return None
+
+
+def _check_gcs(label: str, address: str, joined_by_auto: bool, timeout: float = GCS_TIMEOUT_S) -> None:
+    """Ask the GCS at ``address`` for its cluster id, giving up after ``timeout`` seconds.
 
     Authenticated as ``ray.init`` will be: ``auto`` uses the token of ~/.ray/auth_token when there is
     one (a cluster started by ``ray.init``/``ray start`` on this host has token auth on by default), an
@@ -97,10 +150,10 @@ def _check_gcs(label: str, address: str, joined_by_auto: bool) -> None:
 
     probe = threading.Thread(target=ask, name="bqas-ray-probe", daemon=True)
     probe.start()
-    probe.join(GCS_TIMEOUT_S)
+    probe.join(timeout)
     if not outcome:
         raise ScenarioError(
-            f"{label}: {address} accepts connections but no Ray cluster answered within {GCS_TIMEOUT_S:.0f} s "
+            f"{label}: {address} accepts connections but no Ray cluster answered within {timeout:.0f} s "
             "(is it the GCS port of a Ray head node, 6379 by default?)"
         )
     if isinstance(outcome[0], Exception):

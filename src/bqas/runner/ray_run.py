@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import os
 import secrets
+import sys
 import threading
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -83,14 +84,30 @@ def _connect(plan: RayPlan) -> bool:
     if plan.address == "local":
         ray.init(num_cpus=plan.workers or os.cpu_count() or 1, **options)
     elif plan.address == "auto":
-        # RAY_ADDRESS, else a cluster started on this host with `ray start`, else a fresh local one.
-        ray.init(**options)
+        # RAY_ADDRESS, else a cluster started on this host with `ray start`, else a fresh local one. Ray
+        # joins the cluster its ray_current_cluster file names even when that cluster is long gone (and
+        # retries it for minutes): a record that does not answer within seconds is passed over.
+        from bqas.runner.ray_address import named_address, stale_recorded_cluster
+
+        stale = None if named_address("auto") else stale_recorded_cluster()
+        if stale is not None:
+            notice(f"--ray auto: {stale}; starting a local Ray cluster instead")
+            ray.init(address="local", **options)
+        else:
+            ray.init(**options)
     else:
         try:
             ray.init(address=plan.address, **options)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ScenarioError(f"--ray {plan.address}: cannot join that Ray cluster: {exc}") from None
     return True
+
+
+def notice(message: str) -> None:
+    """A line for the operator on stderr (above the progress bar, which redirects stderr while it runs)."""
+    from bqas.textsafe import printable
+
+    print(f"bqas: {printable(message)}", file=sys.stderr, flush=True)
 
 
 def sqlite_problem(database_url: str, driver_ip: str, node_ips: list[str]) -> str | None:
