@@ -675,35 +675,3 @@ def _report(tmp_path: Path, records: list[dict[str, Any]], name: str) -> str:
     out = tmp_path / name
     write_html_report(out, make_run(records), _stream(records))
     return out.read_text(encoding="utf-8")
-
-
-def test_template_compiles_once_then_loads_from_the_cache(
-    tmp_path: Path, records: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import jinja2
-
-    monkeypatch.setenv("BQAS_MODEL_CACHE", str(tmp_path / "cache"))
-    first = _report(tmp_path, records, "a.html")
-    assert list((tmp_path / "cache" / "templates").iterdir())
-
-    def compile_again(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the report template was compiled again")
-
-    monkeypatch.setattr(jinja2.Environment, "compile", compile_again)
-    assert _report(tmp_path, records, "b.html") == first
-
-
-def test_damaged_or_unwritable_template_cache_still_writes_the_report(
-    tmp_path: Path, records: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("BQAS_MODEL_CACHE", str(tmp_path / "cache"))
-    expected = _report(tmp_path, records, "a.html")
-    for cached in (tmp_path / "cache" / "templates").iterdir():
-        cached.write_bytes(b"j2" + b"\x00" * 40)  # jinja's magic prefix, then garbage
-    assert _report(tmp_path, records, "b.html") == expected
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder", encoding="utf-8")
-    monkeypatch.setenv("BQAS_MODEL_CACHE", str(blocker / "cache"))
-    assert _report(tmp_path, records, "c.html") == expected
-    monkeypatch.setenv("BQAS_MODEL_CACHE", "off")
-    assert _report(tmp_path, records, "d.html") == expected

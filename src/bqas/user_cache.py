@@ -1,7 +1,8 @@
 """The user's cache folder of BQAS: data that is slow to parse, kept in a form that is fast to load.
 
-It holds the memory-mapped model arrays (:mod:`bqas.offline.array_cache`) and the compiled report
-template (:mod:`bqas.report.html`); everything in it can be deleted at any time and is rebuilt on use.
+It holds the memory-mapped model arrays (:mod:`bqas.offline.array_cache`); everything in it can be
+deleted at any time and is rebuilt on use. It is used only while no one else can write it
+(:mod:`bqas.private_folder`).
 ``BQAS_MODEL_CACHE`` names the folder (default: the platform's user cache folder, e.g.
 ``~/.cache/bqas/models``); ``off`` switches caching off. Not the BQAS home's ``cache/`` (the LLM
 response cache), which holds results and belongs to a project.

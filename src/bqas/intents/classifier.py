@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 
 from bqas.intents.examples import Labelled
 from bqas.offline.embeddings import Embedder, default_embedder
+from bqas.private_folder import private_folder
 
 Method = Literal["knn", "centroid", "logreg"]
 DEFAULT_METHOD: Method = "logreg"
@@ -224,7 +225,10 @@ def _softmax(z: NDArray[np.float64]) -> NDArray[np.float64]:
 def _load(
     cache_dir: Path, key: str
 ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, CharWeights | None] | None:
-    path = cache_dir / "intents" / f"{key}.npz"
+    folder = private_folder(cache_dir / "intents", "intent classifier cache", "BQAS_HOME")
+    if folder is None:
+        return None
+    path = folder / f"{key}.npz"
     try:
         with np.load(path, allow_pickle=False) as data:
             weights = data["weights"] if data["weights"].size else None
@@ -245,9 +249,10 @@ def _save(
     weights: NDArray[np.float64] | None,
     char: CharWeights | None,
 ) -> None:
-    folder = cache_dir / "intents"
+    folder = private_folder(cache_dir / "intents", "intent classifier cache", "BQAS_HOME")
+    if folder is None:
+        return
     try:
-        folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f"{key}.{os.getpid()}.tmp.npz"
         np.savez(
             tmp,

@@ -31,6 +31,7 @@ from bqas.llm.cache import CachedReply, ResponseCache
 from bqas.llm.cache_io import CacheIO
 from bqas.llm.logprobs import TokenLogprob, parse_logprobs, tokens_in_span
 from bqas.llm.servers import InFlight, in_flight_for, traits_for
+from bqas.private_folder import private_folder
 
 MODES: tuple[str, ...] = ("json_schema", "json_object", "prompt")
 
@@ -199,7 +200,9 @@ class LLMClient:
         self._headers = {"Content-Type": "application/json", **config.extra_headers}
         if config.api_key:
             self._headers["Authorization"] = f"Bearer {config.api_key}"
-        self.cache = ResponseCache(config.cache_path) if config.cache_path else None
+        self.cache: ResponseCache | None = None
+        if config.cache_path is not None and private_folder(config.cache_path.parent, "LLM cache", "BQAS_HOME"):
+            self.cache = ResponseCache(config.cache_path)
         self._cache_io: CacheIO | None = None
 
     def _session(self) -> tuple[aiohttp.ClientSession, InFlight]:

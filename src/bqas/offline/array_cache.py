@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from bqas.user_cache import cache_root
+from bqas.private_folder import private_folder
+from bqas.user_cache import CACHE_ENV, cache_root
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,11 @@ def source_key(*sources: Path | str, version: str = "") -> str:
 
 def _entry(name: str, key: str) -> Path | None:
     root = cache_root()
-    return None if root is None else root / f"{name}-{key}"
+    if root is None:
+        return None
+    # A folder others can write is not used: what is read back from it becomes the model's weights.
+    private = private_folder(root, "model cache", CACHE_ENV)
+    return None if private is None else private / f"{name}-{key}"
 
 
 def load_state(name: str, key: str) -> State | None:
@@ -101,7 +106,6 @@ def save_state(name: str, key: str, state: Mapping[str, Any]) -> bool:
         else:
             raise TypeError(f"{name}: attribute {attr!r} of type {type(value).__name__} cannot be cached")
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}-", dir=entry.parent))
         try:
             for file, arr in arrays.items():

@@ -4,7 +4,7 @@ stripped, and the number, percentage and time filters the template uses.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import math
 from collections.abc import Mapping
 from datetime import datetime
@@ -52,40 +52,9 @@ def _signed(value: Any, digits: int = 2) -> str:
     return f"{value:+.{digits}f}" if is_number(value) else "—"
 
 
-class _TemplateCache(jinja2.FileSystemBytecodeCache):
-    """Jinja's bytecode cache that never fails a report: a cache it cannot read or write is a miss."""
-
-    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        try:
-            super().load_bytecode(bucket)
-        except Exception:  # a damaged file: compile the template again (and overwrite it)
-            bucket.reset()
-
-    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        with contextlib.suppress(OSError):  # read-only or full disk: the next run compiles again
-            super().dump_bytecode(bucket)
-
-
-def _template_cache() -> jinja2.BytecodeCache | None:
-    """The compiled report template in the user cache (:mod:`bqas.user_cache`): compiling it took about
-    0.2 s of every run; Jinja checks the template source's checksum, so an edited template recompiles."""
-    from bqas.user_cache import cache_root
-
-    root = cache_root()
-    if root is None:
-        return None
-    folder = root / "templates"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return _TemplateCache(str(folder))
-
-
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("bqas.report", "templates"),
-        bytecode_cache=_template_cache(),
         autoescape=True,  # record texts are untrusted: every output is escaped
         undefined=jinja2.StrictUndefined,
         finalize=_finalize,
@@ -96,7 +65,12 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+@functools.cache
 def load_template() -> jinja2.Template:
+    """The report template, compiled once per process and kept in memory only.
+
+    Never in a bytecode cache on disk: Jinja's is pickle and marshal, so whoever can write that folder
+    runs code in the next process. Compiling costs about 0.1-0.2 s of CPU per process that writes a report."""
     return _environment().get_template(_TEMPLATE)
 
 
