@@ -276,28 +276,14 @@ def test_mask_pii_ignores_overlapping_findings() -> None:
 
 
 def test_import_is_cheap_and_offline() -> None:
-    # A fresh interpreter: importing the module must not load phonenumbers/stdnum or the name lists.
+    # A fresh interpreter: importing the module must not load phonenumbers/stdnum or the name lists (what
+    # that costs is measured by the benchmarks; a wall-clock bound here fails on a busy machine).
     code = (
-        "import sys, time; t = time.perf_counter(); import bqas.offline.pii; "
-        "print(time.perf_counter() - t, 'phonenumbers' in sys.modules, 'stdnum' in sys.modules)"
+        "import sys; import bqas.offline.pii as pii; "
+        "print('phonenumbers' in sys.modules, 'stdnum' in sys.modules, pii._lexicon.cache_info().currsize)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out[1:] == ["False", "False"]
-    assert float(out[0]) < 0.5  # generous for slow CI; about 0.02 s on the 2-core dev machine
-
-
-def test_speed_per_sample() -> None:
-    import time
-
-    text = (
-        "Liebe Frau Schneider, Lea Becker aus der 7b war heute krank. Ihre Mutter ist unter 0171 2345678 "
-        "erreichbar, die Klassenarbeit am 12.03.2024 schreibt sie nach. Viele Grüße, Thomas Wagner"
-    )
-    detect_pii(text)  # warm-up: loads the lexicons
-    start = time.perf_counter()
-    for _ in range(20):
-        detect_pii(text)
-    assert (time.perf_counter() - start) / 20 < 0.05
+    assert out == ["False", "False", "0"]
 
 
 # --- offline methods ---------------------------------------------------------------------------------

@@ -100,9 +100,32 @@ def detect_pii(
     for kind in KINDS:
         if kind in wanted:
             found.extend(finders[kind](text, lang, prefilter))
-    if ner and wanted & {"person", "address"} and _has_han(text):
+    han = _has_han(text)
+    if ner and wanted & {"person", "address"} and han:
         found = _with_chinese_ner(text, found, wanted)
+    if han and "person" in wanted:
+        found = _without_cut_words(text, found)
     return _resolve_overlaps(found)
+
+
+def _without_cut_words(text: str, found: list[PiiFinding]) -> list[PiiFinding]:
+    """Chinese name findings fitted to the frequent words around them (bqas.offline.zh_words): a name
+    that is such a word or begins inside one is dropped; one whose end a cue rule guessed and that runs
+    into such a word ends before it."""
+    from bqas.offline.zh_words import fit_name_span
+
+    out: list[PiiFinding] = []
+    for f in found:
+        if f.kind != "person" or not (f.method.startswith("name:zh") or f.method == "lac:PER"):
+            out.append(f)
+            continue
+        span = fit_name_span(text, f.start, f.end, guessed_end=f.method.startswith("name:zh"))
+        if span is None:
+            continue
+        if span != (f.start, f.end):
+            f = PiiFinding(f.kind, text[span[0] : span[1]], span[0], span[1], f.method, f.confidence)
+        out.append(f)
+    return out
 
 
 def _with_chinese_ner(text: str, found: list[PiiFinding], wanted: set[str]) -> list[PiiFinding]:
