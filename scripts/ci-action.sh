@@ -11,6 +11,7 @@
 #   BQAS_COMPARE_BASE    true | false: on a pull request, also run the scenario at the base branch
 #   BQAS_MAX_DROP, BQAS_MAX_WORSE  the comparison gate (as for `bqas compare`)
 #   BQAS_ARGS            extra arguments for `bqas run` / `bqas calibrate` (split on spaces)
+#   BQAS_TARGET          the assistant under test for `bqas run --target` (a YAML file or inline YAML)
 #   GITHUB_EVENT_NAME, GITHUB_BASE_REF, GITHUB_STEP_SUMMARY, GITHUB_OUTPUT: set by GitHub Actions
 # Exit code (also written as exit-code to $GITHUB_OUTPUT): 0 passed, 1 thresholds/targets missed or a
 # regression against the base branch, 2 usage, configuration or input error. With GITHUB_OUTPUT set the
@@ -24,6 +25,8 @@ summary_file="$out/summary.md"
 read -r -a extra <<<"${BQAS_ARGS:-}"
 backend=()
 [[ -n "${BQAS_BACKEND:-}" ]] && backend=(--backend "$BQAS_BACKEND")
+target=()
+[[ -n "${BQAS_TARGET:-}" ]] && target=(--target "$BQAS_TARGET")
 
 finish() {
     local code="$1"
@@ -67,7 +70,7 @@ if [[ "${GITHUB_EVENT_NAME:-}" == pull_request* && -n "${GITHUB_BASE_REF:-}" && 
     if git fetch --quiet --no-tags --depth=1 origin "$GITHUB_BASE_REF" &&
         git worktree add --quiet --detach "$base_tree" FETCH_HEAD; then
         if [[ -f "$base_tree/$BQAS_SCENARIO" ]]; then
-            bqas run "$base_tree/$BQAS_SCENARIO" "${backend[@]}" --out "$out/base" --no-progress "${extra[@]}"
+            bqas run "$base_tree/$BQAS_SCENARIO" "${backend[@]}" "${target[@]}" --out "$out/base" --no-progress "${extra[@]}"
             base_rc=$?
             if [[ $base_rc -le 1 ]]; then
                 compare=(--baseline "$out/base" --max-drop "${BQAS_MAX_DROP:-2.0}")
@@ -84,7 +87,7 @@ if [[ "${GITHUB_EVENT_NAME:-}" == pull_request* && -n "${GITHUB_BASE_REF:-}" && 
     fi
 fi
 
-bqas run "$BQAS_SCENARIO" "${backend[@]}" --out "$out/run" --no-progress "${extra[@]}"
+bqas run "$BQAS_SCENARIO" "${backend[@]}" "${target[@]}" --out "$out/run" --no-progress "${extra[@]}"
 rc=$?
 if [[ $rc -eq 2 ]]; then
     echo "BQAS: the run failed with a usage, configuration or input error (exit 2); see the job log." >>"$summary_file"

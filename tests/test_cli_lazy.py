@@ -23,6 +23,7 @@ EAGER_ORDER = (
     "bqas.cli.local_review",
     "bqas.cli.grounding",
     "bqas.cli.ci",
+    "bqas.cli.demo",
 )
 
 

@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     llm_gguf_ctx: int = Field(default=4096, ge=256)
     llm_gguf_threads: int | None = Field(default=None, ge=1)
     llm_gguf_slots: int = Field(default=2, ge=1, le=64)
+    # The most bytes of one reply of the assistant under test that are read (bqas.targets); larger: target_error.
+    target_max_reply_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     # Prices in USD per million tokens, for the cost estimate of a run (unset: no estimate).
     price_prompt_per_mtok: float | None = None
     price_completion_per_mtok: float | None = None

@@ -18,6 +18,7 @@ def dry_run(
     overrides: LLMOverrides,
     as_json: bool,
     repeats: int | None = None,
+    target: str | None = None,
 ) -> None:
     """Count a scenario's samples, LLM calls and prompt tokens and price them; nothing is stored or sent."""
     from bqas.runner.dry_run import estimate_run
@@ -47,6 +48,10 @@ def dry_run(
             if llm.price_completion_per_mtok is not None
             else settings.price_completion_per_mtok,
         )
+        if target is not None:
+            from bqas.targets.config import load_target_option
+
+            scenario.target = load_target_option(target)
         est = estimate_run(engine, scenario, prices, backend or scenario.backend, language)
     except (ScenarioError, ValueError, KeyError) as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -60,6 +65,11 @@ def dry_run(
     typer.echo(console_text(f"dry run of {est.scenario} (nothing sent, nothing stored)"))
     typer.echo(f"backend {est.backend} · model {est.model or '–'}")
     typer.echo(f"samples {est.samples} · judgments {est.work_items} · invalid {est.invalid}")
+    if est.target_type is not None:
+        typer.echo(
+            f"target calls {est.target_calls} ({est.target_type}; at least: a retry adds one; "
+            f"prompt tokens below count the answers as empty)"
+        )
     typer.echo(f"LLM calls {est.llm_calls} (at least; a retry after an invalid reply adds one)")
     typer.echo(f"prompt tokens ~{est.prompt_tokens} ({data['tokenizer']})")
     for judge, row in est.by_judge.items():

@@ -60,6 +60,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ),
     ("ci-summary", "bqas.cli.ci", "Write a Markdown summary of a run for CI and exit with its gate."),
     (
+        "demo-assistant",
+        "bqas.cli.demo",
+        "Serve a tiny rule-based German assistant on 127.0.0.1 to run target scenarios against.",
+    ),
+    (
         "calibrate",
         "bqas.cli.calibrate",
         "Run a judge on a gold-labelled JSONL and report how well it agrees with people.",

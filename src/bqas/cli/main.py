@@ -238,13 +238,34 @@ def run_cmd(
             "flaky samples flagged.",
         ),
     ] = None,
+    target: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--target",
+            metavar="FILE|YAML",
+            help="The assistant under test, instead of the scenario's target: a YAML file with a target: block, "
+            "or inline YAML such as '{type: openai, base_url: http://127.0.0.1:8000/v1, model: m}' (docs/targets.md).",
+        ),
+    ] = None,
+    reuse_target_replies: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--reuse-target-replies",
+            metavar="RUN_ID",
+            help="Judge the assistant's stored replies of that run again (new judges or profile) without asking it.",
+        ),
+    ] = None,
 ) -> None:
     """Run a scenario: grade every sample, store results, print a summary, write reports.
+
+    With a target (the scenario's target: or --target) every sample without a stored answer is first sent
+    to the assistant under test, and its reply is judged (docs/targets.md).
 
     Example: bqas run scenarios/voice_de.yaml --out runs/today
 
     Exit 0 when all thresholds are met, 1 when one is missed (an unscored result misses max_unscored,
-    default 0), 2 on a usage, configuration or input error (also: no valid sample, or the run failed).
+    a target error max_target_errors, both default 0), 2 on a usage, configuration or input error (also:
+    no valid sample, or the run failed).
     A run that dies can be continued: bqas run --resume RUN_ID
     """
     if dry_run:
@@ -254,7 +275,7 @@ def run_cmd(
         overrides = LLMOverrides(
             base_url=base_url, model=model, structured_output=structured_output, cache=False, gguf=llm_gguf
         )
-        estimate(scenario, resume, backend, language, overrides, as_json, repeats)
+        estimate(scenario, resume, backend, language, overrides, as_json, repeats, target)
         return
     from bqas.cli.run import run_scenario
 
@@ -276,6 +297,8 @@ def run_cmd(
         ray_workers=ray_workers,
         repeats=repeats,
         llm_gguf=llm_gguf,
+        target=target,
+        reuse_target_replies=reuse_target_replies,
     )
 
 

@@ -43,6 +43,8 @@ def print_summary(
     for verdict in ("production_ready", "needs_review", "failed", "unscored"):
         table.add_row(verdict, str(summary["verdicts"].get(verdict, 0)))
     table.add_row("invalid samples", str(summary["invalid"]))
+    if "target_errors" in summary:
+        table.add_row("target errors", str(summary["target_errors"]))
     table.add_row("escalations", str(summary["escalations"]))
     console.print(table)
     dims = Table(title="dimensions")
@@ -80,6 +82,8 @@ def print_summary(
         f"{summary['completion_tokens']} · cache hits {summary['cache_hits']} · cost "
         + (f"${cost:.4f}" if cost is not None else "n/a (no price configured)")
     )
+    if summary.get("target"):
+        console.print(target_line(summary["target"]), markup=False)
     if thresholds:
         th = Table(title="thresholds")
         for col in ("gate", "expected", "actual", "result"):
@@ -93,6 +97,23 @@ def print_summary(
         _print_trust(console, summary["trust"], profiles or [])
     if summary.get("repeats"):
         _print_repeats(console, summary["repeats"])
+
+
+def target_line(target: dict[str, Any]) -> str:
+    """The assistant's own figures in one line: answers, errors, latency, tokens per answer."""
+    lat = target["latency_ms"]
+    line = (
+        f"assistant: {target['answers']} answers · {target['errors']} target errors · latency p50 {_f(lat['p50'])} "
+        f"/ p95 {_f(lat['p95'])} / max {_f(lat['max'])} ms"
+    )
+    tokens = target.get("tokens") or {}
+    if tokens:
+        line += " · tokens per answer " + ", ".join(
+            f"{name.removesuffix('_tokens')} {t['per_answer']:g}" for name, t in tokens.items()
+        )
+    if target.get("reused"):
+        line += f" · {target['reused']} replies reused from an earlier run (their latency is that run's)"
+    return line
 
 
 def _print_repeats(console: Any, repeats: dict[str, Any]) -> None:
@@ -161,6 +182,8 @@ def run_scenario(
     ray_workers: int | None = None,
     repeats: int | None = None,
     llm_gguf: Path | None = None,
+    target: str | None = None,
+    reuse_target_replies: str | None = None,
 ) -> None:
     """Implementation of ``bqas run``."""
     from bqas.runner.run import RunRequest, execute
@@ -207,6 +230,8 @@ def run_scenario(
         ray=ray,
         ray_workers=ray_workers,
         repeats=repeats,
+        target=target,
+        reuse_target_replies=reuse_target_replies,
         overrides=LLMOverrides(
             base_url=base_url,
             model=model,

@@ -15,10 +15,7 @@ about 0.15 ms of CPU per request here, where httpx cost about 3 ms (see benchmar
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import random
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +27,7 @@ import orjson
 from bqas.llm.cache import CachedReply, ResponseCache
 from bqas.llm.cache_io import CacheIO
 from bqas.llm.logprobs import TokenLogprob, parse_logprobs, tokens_in_span
+from bqas.llm.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
 from bqas.llm.servers import InFlight, in_flight_for, traits_for
 from bqas.private_folder import private_folder
 
@@ -128,22 +126,6 @@ class Usage:
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _names_format(body: str) -> bool:
@@ -444,14 +426,12 @@ class LLMClient:
                     error = LLMError(
                         f"HTTP {status}: {excerpt(body)}", status=status, retry_after=retry_after, calls=calls
                     )
-                    if status not in (408, 409, 429, 500, 502, 503, 504):
+                    if status not in RETRY_STATUSES:
                         raise error
-                    if retry_after is not None and status in (429, 503):
-                        if retry_after > self.config.max_retry_after:
-                            raise error
-                        wait = retry_after
-                    else:
-                        wait = self._backoff(attempt)
+                    after = self._retry.wait_after_status(status, retry_after, 0)  # 0: the count is checked below
+                    if after is None:
+                        raise error
+                    wait = after
             if attempt > self.config.max_retries:
                 raise error
             self.usage.retries += 1
@@ -468,8 +448,12 @@ class LLMClient:
         )
 
     def _backoff(self, attempt: int) -> float:
-        base = min(self.config.backoff_max, self.config.backoff_base * (2 ** (attempt - 1)))
-        return float(base * (0.5 + random.random() / 2))
+        return self._retry.backoff(attempt)
+
+    @property
+    def _retry(self) -> RetryPolicy:
+        c = self.config
+        return RetryPolicy(c.max_retries, c.backoff_base, c.backoff_max, c.max_retry_after)
 
     def _completions(self, text_body: str, calls: int) -> list[Completion]:
         try:

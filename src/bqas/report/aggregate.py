@@ -284,7 +284,7 @@ class JudgeAcc:
 
 def verdict_of(record: Mapping[str, Any]) -> str:
     status = record.get("status")
-    if status in ("invalid", "unscored"):
+    if status in ("invalid", "unscored", "target_error"):
         return str(status)
     verdict = record.get("verdict")
     return str(verdict) if verdict else "unknown"

@@ -74,11 +74,15 @@ def write_html_report(
 
     stats = Stats()
     worst = Worst(worst_n)
-    escalations, unscored, invalid = (
+    escalations, unscored, invalid, target_errors = (
+        Capped(max_escalations),
         Capped(max_escalations),
         Capped(max_escalations),
         Capped(max_escalations),
     )
+    from bqas.runner.summary import TargetFigures
+
+    target = TargetFigures()
     # Samples whose --repeats straddle a verdict threshold (their records, capped like the other lists).
     flaky: dict[str, Any] = {"total": 0, "rows": []}
     from bqas.trust.summary import TrustStats
@@ -88,7 +92,11 @@ def write_html_report(
         verdict = stats.add(record)
         trust.add(record)
         status = record.get("status")
-        if status == "invalid":
+        if isinstance(record.get("target"), Mapping) or status == "target_error":
+            target.add(record)
+        if status == "target_error":
+            target_errors.add(record)
+        elif status == "invalid":
             invalid.add(record)
         elif status == "unscored":
             unscored.add(record)
@@ -155,6 +163,8 @@ def write_html_report(
         "escalations": escalations,
         "unscored": unscored,
         "invalid": invalid,
+        "target": target.as_dict() if target.asked else None,
+        "target_errors": target_errors,
         "baseline": None,
         "trust": _trust_view(run, trust.as_dict()),
         "repeats": run.get("repeats") if isinstance(run.get("repeats"), Mapping) else None,

@@ -175,13 +175,14 @@ def _testcase(record: Mapping[str, Any], suite: _Suite) -> str:
     suite.time += seconds
     head = f'    <testcase classname="bqas.{_attr(judge)}" name="{_attr(name)}" time="{seconds:.3f}"'
 
-    if status == "invalid":
+    if status in ("invalid", "target_error"):
         suite.errors += 1
         issues = [_fmt_issue(e) for e in as_list(record.get("errors"))] or ["(no error given)"]
         body = "\n".join(issues + [f"warning: {_fmt_issue(w)}" for w in as_list(record.get("warnings"))])
-        message = _one_line("invalid sample: " + "; ".join(issues))
+        what = "invalid sample" if status == "invalid" else "the assistant gave no usable answer"
+        message = _one_line(f"{what}: " + "; ".join(issues))
         return (
-            f'{head}>\n      <error type="invalid" message="{_attr(message)}">{_text(body)}</error>\n    </testcase>\n'
+            f'{head}>\n      <error type="{status}" message="{_attr(message)}">{_text(body)}</error>\n    </testcase>\n'
         )
     if status == "unscored" or verdict == "unscored":
         suite.skipped += 1
@@ -254,6 +255,24 @@ def _repeat_properties(repeats: Any) -> list[tuple[str, object]]:
     return props
 
 
+def _target_properties(target: Any) -> list[tuple[str, object]]:
+    """The assistant's own figures (bqas.targets): answers, errors, latency percentiles, tokens per answer."""
+    if not isinstance(target, Mapping):
+        return []
+    latency = target.get("latency_ms") or {}
+    props: list[tuple[str, object]] = [
+        ("target.answers", target.get("answers")),
+        ("target.errors", target.get("errors")),
+        ("target.latency_p50_ms", latency.get("p50")),
+        ("target.latency_p95_ms", latency.get("p95")),
+        ("target.latency_max_ms", latency.get("max")),
+    ]
+    for name, figure in (target.get("tokens") or {}).items():
+        if isinstance(figure, Mapping):
+            props.append((f"target.{name}_per_answer", figure.get("per_answer")))
+    return [(k, v) for k, v in props if v is not None]
+
+
 def write_junit(path: Path, run: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) -> None:
     """Write the JUnit XML report of a run to ``path``.
 
@@ -290,6 +309,7 @@ def write_junit(path: Path, run: Mapping[str, Any], records: Iterable[Mapping[st
         # Trust or escalate: coverage per tier (and language) and the guaranteed bounds of the profiles.
         properties += trust_properties(trust.as_dict(), as_list(run.get("profiles")))
         properties += _repeat_properties(run.get("repeats"))
+        properties += _target_properties(run.get("target_figures"))
         properties += [(key, run[key]) for key in ("dataset_hash", "judge_config_hash") if run.get(key)]
         all_suites = [*suites.values(), thresholds]
         totals = {attr: sum(getattr(s, attr) for s in all_suites) for attr in ("tests", "failures", "errors")}

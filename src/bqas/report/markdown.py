@@ -65,6 +65,14 @@ def run_markdown(
         [[v, str(verdicts.get(v, 0))] for v in ("production_ready", "needs_review", "failed", "unscored")]
         + [["escalations", str(summary.get("escalations", 0))]],
     )
+    target = summary.get("target")
+    if isinstance(target, dict):
+        lat = target.get("latency_ms") or {}
+        out += [
+            "",
+            f"The assistant: {target.get('answers')} answers · {target.get('errors')} target errors · latency "
+            f"p50 {_num(lat.get('p50'))} / p95 {_num(lat.get('p95'))} / max {_num(lat.get('max'))} ms",
+        ]
     if thresholds:
         out += ["", "### Thresholds", ""]
         out += _table(
@@ -134,10 +142,10 @@ def run_markdown(
 
 def _rank(record: Mapping[str, Any]) -> tuple[int, float]:
     """Worst first: invalid, unscored, failed, needs_review, then by composite score."""
-    order = {"invalid": 0, "unscored": 1, "failed": 2, "needs_review": 3}
+    order = {"invalid": 0, "target_error": 0, "unscored": 1, "failed": 2, "needs_review": 3}
     verdict = record.get("verdict") or record.get("status") or ""
-    if record.get("status") == "invalid":
-        verdict = "invalid"
+    if record.get("status") in ("invalid", "target_error"):
+        verdict = str(record["status"])
     score = record.get("composite_score")
     return order.get(str(verdict), 4), float(score) if isinstance(score, int | float) else 0.0
 

@@ -30,6 +30,9 @@ class DatasetItem:
     sample_id: str
     data: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    # One turn of a conversation (a sample with ``turns:``): the whole sample and this turn's index.
+    parent: DatasetItem | None = None
+    turn: int | None = None
 
 
 def _cell(value: str) -> Any:

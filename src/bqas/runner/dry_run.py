@@ -59,6 +59,8 @@ class DryRunEstimate:
     errors: list[str] = field(default_factory=list)  # the first invalid samples, line and field named
     prompt_price_per_mtok: float | None = None
     completion_price_per_mtok: float | None = None
+    target_type: str | None = None  # the assistant under test's kind (None: no target)
+    target_calls: int = 0  # turns sent to it (samples without a stored answer, history turns included)
 
     @property
     def prompt_cost_usd(self) -> float | None:
@@ -90,6 +92,8 @@ class DryRunEstimate:
             "ragas_items": self.ragas_items,
             "by_judge": self.by_judge,
             "errors": self.errors,
+            "target": self.target_type,
+            "target_calls": self.target_calls,
             "prompt_price_per_mtok": self.prompt_price_per_mtok,
             "completion_price_per_mtok": self.completion_price_per_mtok,
             "prompt_cost_usd": self.prompt_cost_usd,
@@ -117,8 +121,28 @@ def estimate_run(
     options = engine.options
     extra = options.confidence_samples or (3 if options.llm_confidence == "samples" else 0)
     lines: set[int] = set()
+    target = scenario.target
+    provided: tuple[str, ...] = ()
+    needed: tuple[str, ...] = ()
+    asked: set[str] = set()
+    if target is not None:
+        from bqas.targets.config import answer_fields, provided_fields
+        from bqas.targets.conversation import prior_turns
+
+        est.target_type = target.type
+        needed = answer_fields(target)
+        provided = provided_fields(target)
     for work in work_items(scenario):
         lines.add(work.item.line)
+        data: Mapping[str, Any] = work.item.data
+        if target is not None and not work.error and any(data.get(f) in (None, "") for f in needed):
+            # The target fills these in: count its call once per turn, judge the fields as empty answers.
+            if work.item.sample_id not in asked:
+                asked.add(work.item.sample_id)
+                parent = work.item.parent or work.item
+                first_turn = work.item.turn in (None, 0)
+                est.target_calls += 1 + (len(prior_turns(parent.data)) if first_turn else 0)
+            data = {**{f: "" for f in provided}, **{k: v for k, v in data.items() if v not in (None, "")}}
         est.work_items += 1
         if work.error or work.judge is None:
             est.invalid += 1
@@ -127,7 +151,6 @@ def estimate_run(
         if work.judge == RAGAS:
             est.ragas_items += 1
             continue
-        data: Mapping[str, Any] = work.item.data
         spec = engine.registry.get(work.judge)
         row = est.by_judge.setdefault(spec.name, {"items": 0, "llm_calls": 0, "prompt_tokens": 0})
         row["items"] += 1

@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bqas.judging.engine import InvalidSample, JudgeEngine
 from bqas.judging.exchange import EXCHANGE_KEY
@@ -21,6 +21,9 @@ from bqas.runner.dataset import DatasetItem, iter_dataset
 from bqas.runner.gc_tuning import fewer_collections
 from bqas.runner.scenario import Scenario
 from bqas.store.db import Store
+
+if TYPE_CHECKING:
+    from bqas.targets.stage import TargetStage
 
 ProgressHook = Callable[[int], None]
 
@@ -45,6 +48,8 @@ class WorkItem:
     item: DatasetItem
     error: str | None = None
     repeat: int = 1  # 1..N with --repeats
+    # What the assistant under test answered for this item's sample (bqas.targets; TargetReply.brief()).
+    target: dict[str, Any] | None = None
 
 
 def _judges_for(item: DatasetItem, scenario: Scenario) -> tuple[list[str], str | None]:
@@ -65,11 +70,23 @@ def repeat_count(work: WorkItem, scenario: Scenario) -> int:
     return 1 if work.error or work.judge in (None, RAGAS) else scenario.repeats
 
 
+def _items(scenario: Scenario) -> Iterator[DatasetItem]:
+    """The dataset's samples, a conversation's turns (``turns:``) as items of their own."""
+    from bqas.targets.conversation import turn_items
+
+    for item in iter_dataset(scenario):
+        turns = turn_items(item) if not item.error and "turns" in item.data else None
+        if turns is None:
+            yield item
+        else:
+            yield from turns
+
+
 def work_items(scenario: Scenario) -> Iterator[WorkItem]:
     """(sample, judge) pairs in dataset order with stable keys and sequence numbers."""
     seen: set[str] = set()
     seq = 0
-    for item in iter_dataset(scenario):
+    for item in _items(scenario):
         if item.error:
             yield WorkItem(f"{item.sample_id}::", seq, None, item, item.error)
             seq += 1
@@ -108,7 +125,7 @@ def invalid_record(
     run_id: str, work: WorkItem, message: str, language: str | None, inputs: dict[str, Any]
 ) -> dict[str, Any]:
     """The record of a sample that could not be judged because the sample itself is bad."""
-    return {
+    record: dict[str, Any] = {
         "run_id": run_id,
         "response_id": work.item.sample_id,
         "judge": work.judge,
@@ -122,6 +139,17 @@ def invalid_record(
         "inputs": inputs,
         **_sample_meta(work.item),
     }
+    if work.target is not None:
+        record["target"] = work.target
+    return record
+
+
+def target_error_record(run_id: str, work: WorkItem, reason: str, language: str | None) -> dict[str, Any]:
+    """The record of a sample the assistant under test gave no usable answer for (``target_error``)."""
+    record = invalid_record(run_id, work, reason, language, {})
+    record["status"] = "target_error"
+    record["target_error"] = reason
+    return record
 
 
 def ragas_record(run_id: str, work: WorkItem, rec: dict[str, Any], language: str | None) -> dict[str, Any]:
@@ -199,6 +227,8 @@ async def judge_one(
     record["run_id"] = run_id
     record["inputs"] = inputs
     record.update(_sample_meta(work.item))
+    if work.target is not None:
+        record["target"] = work.target
     if result.exchange is not None:  # stored in its own column (Store.add_results), not in the record
         record[EXCHANGE_KEY] = result.exchange
     if scenario.repeats > 1:
@@ -232,8 +262,26 @@ async def judge_work(engine: JudgeEngine, scenario: Scenario, run_id: str, work:
     return [(work.key, work.seq, await judge_one(engine, scenario, run_id, work, work.repeat))]
 
 
-def persist_batch(store: Store, run_id: str, batch: list[Result], review_tenant: str | None = None) -> None:
-    """Write a batch of results (through the review loop first when ``review_tenant`` is set)."""
+@dataclass(frozen=True)
+class TargetReplies:
+    """Replies of the assistant under test to store (sample id, turn, reply), queued with the results."""
+
+    rows: list[tuple[str, int, dict[str, Any]]]
+
+
+def persist_batch(
+    store: Store,
+    run_id: str,
+    batch: list[Result],
+    review_tenant: str | None = None,
+    replies: list[tuple[str, int, dict[str, Any]]] | None = None,
+) -> None:
+    """Write a batch of results (through the review loop first when ``review_tenant`` is set); the target
+    replies they use first, so that a killed run never holds a result whose reply is lost."""
+    if replies:
+        store.add_target_replies(run_id, replies)
+    if not batch:
+        return
     if review_tenant is not None:
         # The review loop first: it may add a consistency warning and an escalation to a record.
         from bqas.review.process import process_results
@@ -255,8 +303,13 @@ async def execute_run(
     flush_every: int = 200,
     review_tenant: str | None = None,
     done_repeats: Mapping[int, Container[str]] | None = None,
+    targets: TargetStage | None = None,
 ) -> int:
     """Judge all work items not in ``skip``; returns how many were judged in this call.
+
+    With ``targets``, each sample that lacks its answer is first sent to the assistant under test (up to
+    the target's concurrency at once, while earlier samples are judged); its replies are stored with the
+    results, and a sample the target gave no usable answer for becomes a ``target_error`` result.
 
     With the scenario's ``repeats`` > 1, each judged work item is judged again as repeats 2..N, except
     those whose key is in ``done_repeats[r]``. Invalid samples and RAGAS metrics are judged once.
@@ -269,14 +322,49 @@ async def execute_run(
     done_repeats = done_repeats or {}
     queue: asyncio.Queue[WorkItem | None] = asyncio.Queue(maxsize=concurrency * 2)
     # Bounded: when the store falls behind, workers wait instead of piling results up in memory.
-    results: asyncio.Queue[tuple[str, int, dict[str, Any]] | None] = asyncio.Queue(maxsize=flush_every * 2)
+    results: asyncio.Queue[Result | TargetReplies | None] = asyncio.Queue(maxsize=flush_every * 2)
     judged = 0
 
     async def produce() -> None:
-        for work in pending_items(scenario, skip, done_repeats):
-            await queue.put(work)
+        if targets is None:
+            for work in pending_items(scenario, skip, done_repeats):
+                await queue.put(work)
+        else:
+            await produce_answered(targets)
         for _ in range(concurrency):
             await queue.put(None)
+
+    async def produce_answered(stage: TargetStage) -> None:
+        from bqas.targets.stage import group_by_sample
+
+        # At most the target's concurrency of samples in the stage at once (each one's calls in turn).
+        slots = asyncio.Semaphore(stage.concurrency)
+
+        async def answer(group: list[WorkItem]) -> None:
+            nonlocal judged
+            try:
+                answered = await stage.answer(group)
+                if answered.replies:
+                    await results.put(TargetReplies(answered.replies))
+                for work, reason, is_target_error in answered.failed:
+                    language = work.item.data.get("language") or scenario.language
+                    if is_target_error:
+                        record = target_error_record(run_id, work, reason, language)
+                    else:
+                        record = invalid_record(run_id, work, reason, language, {})
+                    if scenario.repeats > 1:
+                        record["repeat"] = work.repeat
+                    await results.put((work.key, work.seq, record))
+                    judged += 1
+                for work in answered.judge:
+                    await queue.put(work)
+            finally:
+                slots.release()
+
+        async with asyncio.TaskGroup() as group_tasks:
+            for group in group_by_sample(pending_items(scenario, skip, done_repeats)):
+                await slots.acquire()
+                group_tasks.create_task(answer(group))
 
     async def worker() -> None:
         nonlocal judged
@@ -291,16 +379,23 @@ async def execute_run(
             first = await results.get()
             if first is None:
                 break
-            batch = [first]
-            while not results.empty() and len(batch) < flush_every:
+            batch: list[Result] = []
+            replies: list[tuple[str, int, dict[str, Any]]] = []
+            nxt: Result | TargetReplies | None = first
+            while True:
+                if isinstance(nxt, TargetReplies):
+                    replies += nxt.rows
+                elif nxt is not None:
+                    batch.append(nxt)
+                if results.empty() or len(batch) >= flush_every:
+                    break
                 nxt = results.get_nowait()
                 if nxt is None:
                     done = True
                     break
-                batch.append(nxt)
             # Written in a thread so that the event loop keeps judging while the store commits.
-            await asyncio.to_thread(persist_batch, store, run_id, batch, review_tenant)
-            if on_progress is not None:
+            await asyncio.to_thread(persist_batch, store, run_id, batch, review_tenant, replies)
+            if on_progress is not None and batch:
                 on_progress(len(batch))
 
     async def judge_all() -> None:

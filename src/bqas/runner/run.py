@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bqas.judging.engine import ExamplesProvider, JudgeEngine
 from bqas.judging.factory import LLMOverrides, build_engine
@@ -24,6 +24,10 @@ from bqas.runner.scenario import Scenario, ScenarioError, load_scenario, scenari
 from bqas.runner.summary import RunSummary, ThresholdResult, check_thresholds, cost_estimate, summarize
 from bqas.settings import Settings
 from bqas.store.db import Store
+
+if TYPE_CHECKING:
+    from bqas.targets.config import Target
+    from bqas.targets.stage import TargetStage
 
 
 @dataclass
@@ -45,6 +49,8 @@ class RunRequest:
     ray: str | None = None  # --ray ADDRESS|auto|local: judge on a Ray cluster (overrides the scenario's ray:)
     ray_workers: int | None = None  # --ray-workers: judge actors (default: the scenario's, else the cluster's CPUs)
     repeats: int | None = None  # --repeats (else the scenario's `repeats`)
+    target: str | None = None  # --target FILE|YAML: the assistant under test (instead of the scenario's target:)
+    reuse_target_replies: str | None = None  # --reuse-target-replies RUN_ID: judge that run's replies again
 
 
 @dataclass
@@ -162,6 +168,7 @@ def _run_meta(
         "dataset_hash": config.get("dataset_hash"),
         "judge_config_hash": config.get("judge_config_hash"),
         "repeats": (run.summary or {}).get("repeats"),
+        "target_figures": summary.target.as_dict() if summary.target.asked else None,
         "totals": {
             "samples": summary.samples,
             "scored": summary.scored,
@@ -252,13 +259,41 @@ def execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome
         return _execute(request, settings, store)
 
 
+def _target_for(
+    request: RunRequest, scenario: Scenario, store: Store, stored: Mapping[str, Any] | None
+) -> tuple[Target | None, str | None]:
+    """The assistant under test (``--target``, else the scenario's ``target:``; on resume as the run
+    started) and the run whose replies ``--reuse-target-replies`` reuses. Unset variables fail here."""
+    from bqas.targets.config import check_environment, load_target_option
+
+    if stored is not None:
+        override = stored.get("target_override")
+        reuse = stored.get("reuse_target_replies")
+        if request.target is not None or request.reuse_target_replies is not None:
+            raise ScenarioError("--resume: a run keeps the target it started with; start a new run to change it")
+    else:
+        override, reuse = request.target, None
+        if request.reuse_target_replies is not None:
+            source = store.find_run(request.reuse_target_replies)
+            if source is None:
+                raise ScenarioError(f"--reuse-target-replies: {store.missing_run(request.reuse_target_replies)}")
+            reuse = source.id
+    target = load_target_option(str(override)) if override is not None else scenario.target
+    if target is not None and reuse is None:
+        check_environment(target)
+    if (target is not None or reuse is not None) and (request.ray or scenario.ray is not None):
+        raise ScenarioError("--ray: a run with a target asks the assistant from this process; run it without --ray")
+    return target, reuse
+
+
 def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcome:
     scenario, run_id, resuming = _scenario_for(request, store)
+    stored = store.get_run(run_id).config if resuming else None  # type: ignore[union-attr]
+    target, reuse = _target_for(request, scenario, store, stored)
     if request.ray or scenario.ray is not None:  # a bad cluster address fails now, before a run is created
         from bqas.runner.ray_run import check_cluster
 
         check_cluster(request, scenario)
-    stored = store.get_run(run_id).config if resuming else None  # type: ignore[union-attr]
     engine = _engine_for(scenario, request, settings, stored)
     total = sum(repeat_count(w, scenario) for w in work_items(scenario))
     if not (request.ray or scenario.ray is not None):  # on Ray the actors judge, not this process
@@ -290,6 +325,10 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
             "dataset_hash": dataset_hash(scenario),
             "judge_config_hash": judging["hash"],
             "judge_config": judging,
+            # The assistant under test as configured (secrets stay in the environment: ${VAR}, api_key_env).
+            "target": target.model_dump(mode="json") if target is not None else None,
+            "target_override": request.target,
+            "reuse_target_replies": reuse,
             # Shared by every judgment's LLM request: the viewer's sample page rebuilds the request from it.
             "llm_request": request_snapshot(
                 engine.llm if engine.options.backend != "offline" else None,
@@ -327,8 +366,25 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
                     request, scenario, settings, store, run_id, done, total, concurrency, tenant, done_repeats
                 )
             else:
+                stage = None
+                if target is not None or reuse is not None:
+                    from bqas.targets.stage import TargetStage
+
+                    stage = TargetStage(
+                        store, run_id, target, reuse_from=reuse, max_reply_bytes=settings.target_max_reply_bytes
+                    )
                 judged = _run_with_progress(
-                    engine, scenario, store, run_id, done, total, concurrency, request.progress, tenant, done_repeats
+                    engine,
+                    scenario,
+                    store,
+                    run_id,
+                    done,
+                    total,
+                    concurrency,
+                    request.progress,
+                    tenant,
+                    done_repeats,
+                    stage,
                 )
         except RunFailed as exc:
             # Loud, never a hang: the run is stored as failed with the reason, and the CLI exits non-zero.
@@ -430,6 +486,7 @@ def _run_with_progress(
     show: bool,
     review_tenant: str | None = None,
     done_repeats: Mapping[int, set[str]] | None = None,
+    targets: TargetStage | None = None,
 ) -> int:
     async def main() -> int:
         try:
@@ -443,6 +500,7 @@ def _run_with_progress(
                     skip=done,
                     review_tenant=review_tenant,
                     done_repeats=done_repeats,
+                    targets=targets,
                 )
             finished = len(done) + sum(len(keys) for keys in (done_repeats or {}).values())
             with progress_bar(scenario.name, total, finished) as advance:
@@ -456,10 +514,13 @@ def _run_with_progress(
                     on_progress=advance,
                     review_tenant=review_tenant,
                     done_repeats=done_repeats,
+                    targets=targets,
                 )
         finally:
             if engine.llm is not None:
                 await engine.llm.aclose()
+            if targets is not None:
+                await targets.aclose()
 
     loop = new_event_loop()
     try:

@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bqas.settings import LANGUAGES, get_settings
+from bqas.targets.config import TargetConfig
 from bqas.untrusted import UntrustedValueError, check_value, compose_yaml, yaml_data
 
 RAGAS_JUDGE_LANGUAGES = ("en", "zh")
@@ -75,6 +76,11 @@ class Thresholds(BaseModel):
     # Unscored results allowed: a count (0, 1, 2 …) or, below 1, a share of the judged results (0.1).
     # Unset means 0: a run with an unscored result misses this gate (one exit-code rule, see README).
     max_unscored: float | None = Field(default=None, ge=0)
+    # Answers the assistant under test failed to give (timeouts, errors, unmappable replies): a count.
+    # Unset means 0 for a run that asked a target (docs/targets.md).
+    max_target_errors: int | None = Field(default=None, ge=0)
+    # The assistant's own latency: the 95th percentile of its answering times, in milliseconds.
+    max_target_p95_ms: float | None = Field(default=None, gt=0)
     dimensions: dict[str, float] = Field(default_factory=dict)
 
     @field_validator("max_unscored")
@@ -107,6 +113,8 @@ class Scenario(BaseModel):
     # Calibration profiles (bqas calibrate fit), one per judge, paths relative to the scenario file.
     profiles: list[str] = Field(default_factory=list)
     ray: RaySection | None = None
+    # The assistant under test: asked for every sample that lacks its answer (bqas.targets, docs/targets.md).
+    target: TargetConfig | None = None
     # Filled by the loader, not by the YAML:
     path: Path | None = Field(default=None, exclude=True)
 
@@ -216,6 +224,8 @@ def load_scenario(path: Path) -> Scenario:
         messages = []
         for err in exc.errors():
             loc = tuple(err["loc"])
+            if len(loc) > 1 and loc[0] == "target" and loc[1] in ("openai", "http", "dify", "python"):
+                loc = (loc[0], *loc[2:])  # the kind pydantic puts in the path is the YAML's `type`, not a key
             field = ".".join(str(p) for p in loc) or "(scenario)"
             messages.append(f"{path}:{_line_for(lines, loc)}: {field}: {err['msg']}")
         raise ScenarioError("\n".join(messages)) from None

@@ -74,10 +74,18 @@ class RunSummary:
     cache_hits: int = 0
     latency: RunningStats = field(default_factory=RunningStats)
     trust: TrustStats = field(default_factory=TrustStats)
+    # Results whose sample the assistant under test gave no usable answer for (bqas.targets).
+    target_error_results: int = 0
+    target: TargetFigures = field(default_factory=lambda: TargetFigures())
 
     def add(self, record: Mapping[str, Any]) -> None:
         self.samples += 1
         status = record.get("status")
+        if isinstance(record.get("target"), Mapping) or status == "target_error":
+            self.target.add(record)
+        if status == "target_error":
+            self.target_error_results += 1
+            return
         if status == "invalid":
             self.invalid += 1
             return
@@ -138,6 +146,13 @@ class RunSummary:
         return total / pooled.n if pooled.n else None
 
     def as_dict(self, cost_usd: float | None = None) -> dict[str, Any]:
+        data = self._as_dict(cost_usd)
+        if self.target.asked:
+            data["target_errors"] = self.target.errors
+            data["target"] = self.target.as_dict()
+        return data
+
+    def _as_dict(self, cost_usd: float | None) -> dict[str, Any]:
         return {
             "samples": self.samples,
             "scored": self.scored,
@@ -165,6 +180,84 @@ class RunSummary:
                 }
                 for k, v in sorted(self.dimensions.items())
             },
+        }
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The ``q``-th percentile (0-100) of sorted ``values``, interpolated linearly (numpy's default)."""
+    if not values:
+        return None
+    rank = (len(values) - 1) * q / 100
+    low = math.floor(rank)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (rank - low)
+
+
+@dataclass
+class TargetFigures:
+    """The assistant's own figures over a run: answers, errors, latency and tokens per answer. A turn is
+    counted once however many judges graded it (records name it by ``response_id``)."""
+
+    seen: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    latencies: list[float] = field(default_factory=list)
+    reused: int = 0
+    attempts: int = 0
+    tokens: dict[str, list[int]] = field(
+        default_factory=lambda: {"prompt_tokens": [], "completion_tokens": [], "total_tokens": []}
+    )
+
+    @property
+    def asked(self) -> bool:
+        return bool(self.seen or self.failed)
+
+    @property
+    def errors(self) -> int:
+        return len(self.failed)
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        key = str(record.get("response_id") or record.get("sample_id"))
+        if record.get("status") == "target_error":
+            self.failed.add(key)
+            return
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        info = record["target"]
+        if info.get("reused_from"):
+            self.reused += 1
+        latency = info.get("latency_ms")
+        if isinstance(latency, int | float) and not isinstance(latency, bool):
+            self.latencies.append(float(latency))
+        if isinstance(info.get("attempts"), int):
+            self.attempts += info["attempts"]
+        for name, values in self.tokens.items():
+            value = info.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                values.append(value)
+
+    def latency_percentile(self, q: float) -> float | None:
+        value = percentile(sorted(self.latencies), q)
+        return None if value is None else round(value, 1)
+
+    def as_dict(self) -> dict[str, Any]:
+        tokens = {
+            name: {"answers": len(values), "total": sum(values), "per_answer": round(sum(values) / len(values), 1)}
+            for name, values in self.tokens.items()
+            if values
+        }
+        return {
+            "answers": len(self.seen),
+            "errors": len(self.failed),
+            "reused": self.reused,
+            "attempts": self.attempts,
+            "latency_ms": {
+                "n": len(self.latencies),
+                "p50": self.latency_percentile(50),
+                "p95": self.latency_percentile(95),
+                "max": round(max(self.latencies), 1) if self.latencies else None,
+            },
+            "tokens": tokens,
         }
 
 
@@ -206,7 +299,19 @@ def check_thresholds(summary: RunSummary, thresholds: Thresholds) -> list[Thresh
     if thresholds.max_failed is not None:
         failed = summary.verdicts["failed"]
         out.append(ThresholdResult("max_failed", thresholds.max_failed, failed, failed <= thresholds.max_failed))
-    out.append(unscored_gate(summary.unscored, summary.samples - summary.invalid, thresholds.max_unscored))
+    out.append(
+        unscored_gate(
+            summary.unscored, summary.samples - summary.invalid - summary.target_error_results, thresholds.max_unscored
+        )
+    )
+    if summary.target.asked or thresholds.max_target_errors is not None:
+        allowed = thresholds.max_target_errors or 0
+        errors = summary.target.errors
+        out.append(ThresholdResult("max_target_errors", allowed, errors, errors <= allowed))
+    if thresholds.max_target_p95_ms is not None:
+        p95 = summary.target.latency_percentile(95)
+        limit = thresholds.max_target_p95_ms
+        out.append(ThresholdResult("max_target_p95_ms", limit, p95, p95 is not None and p95 <= limit))
     for key, minimum in thresholds.dimensions.items():
         at_least(f"dimension {key}", minimum, summary.dimension_mean(key))
     return out

@@ -14,7 +14,7 @@ from sqlalchemy import insert as sql_insert
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
-from bqas.store.models import ResultRow, Run, SettledRow, filter_columns
+from bqas.store.models import ResultRow, Run, SettledRow, TargetReplyRow, filter_columns
 
 
 def now() -> datetime:
@@ -284,6 +284,61 @@ class Store:
     def has_settled(self, run_id: str) -> bool:
         with self.session() as s:
             return s.scalar(select(SettledRow.id).where(SettledRow.run_id == run_id).limit(1)) is not None
+
+    # -- the assistant's answers (bqas.targets) -----------------------------------------------------------
+    def add_target_replies(self, run_id: str, replies: Sequence[tuple[str, int, dict[str, Any]]]) -> int:
+        """Insert (sample_id, turn, reply) rows in one transaction; a reply already stored is kept."""
+        if not replies:
+            return 0
+        rows = [
+            {"run_id": run_id, "sample_id": sid, "turn": turn, "reply": reply, "created_at": now()}
+            for sid, turn, reply in replies
+        ]
+        stmt = (
+            self.insert()(TargetReplyRow)
+            .on_conflict_do_nothing(index_elements=["run_id", "sample_id", "turn"])
+            .returning(TargetReplyRow.id)
+        )
+        with self.engine.begin() as conn:
+            return len(conn.execute(stmt, rows).all())
+
+    def target_replies(self, run_id: str, sample_id: str) -> dict[int, dict[str, Any]]:
+        """The stored replies of one sample of a run, by turn (matched also by the id's redacted form)."""
+        ids = [sample_id]
+        from bqas.privacy import redact_id, redaction_enabled
+
+        if redaction_enabled():
+            ids.append(redact_id(sample_id))
+        with self.session() as s:
+            rows = s.execute(
+                select(TargetReplyRow.turn, TargetReplyRow.reply).where(
+                    TargetReplyRow.run_id == run_id, TargetReplyRow.sample_id.in_(ids)
+                )
+            ).all()
+        return {int(turn): reply for turn, reply in rows}
+
+    def target_reply_samples(self, run_id: str) -> StoredKeys:
+        """The sample ids with a stored reply in the run (membership also by the redacted form)."""
+        with self.session() as s:
+            return StoredKeys(
+                s.scalars(select(TargetReplyRow.sample_id).where(TargetReplyRow.run_id == run_id).distinct())
+            )
+
+    def iter_target_replies(self, run_id: str, batch: int = 1000) -> Iterator[dict[str, Any]]:
+        """The run's stored replies in the order they were stored, streamed in batches."""
+        last = -1
+        while True:
+            with self.session() as s:
+                rows = s.execute(
+                    select(TargetReplyRow.id, TargetReplyRow.reply)
+                    .where(TargetReplyRow.run_id == run_id, TargetReplyRow.id > last)
+                    .order_by(TargetReplyRow.id)
+                    .limit(batch)
+                ).all()
+            if not rows:
+                return
+            yield from (reply for _, reply in rows)
+            last = rows[-1][0]
 
     def count_results(self, run_id: str) -> int:
         with self.session() as s:

@@ -118,3 +118,21 @@ class SettledRow(Base):
     tie: Mapped[bool] = mapped_column(Boolean)
     spread: Mapped[float | None] = mapped_column(Float, nullable=True)  # std of the composite over the repeats
     record: Mapped[dict[str, Any]] = mapped_column(RedactedJSON)  # the canonical record, masked like results
+
+
+class TargetReplyRow(Base):
+    """One answer of the assistant under test (bqas.targets) to one turn of one sample of a run: the mapped
+    judge inputs, HTTP status, latency, tokens and the first bytes of the raw reply (or the target error).
+
+    (``sample_id``, ``turn``) is unique per run: ``--resume`` never asks the target again for a stored one,
+    and ``--reuse-target-replies`` reads another run's."""
+
+    __tablename__ = "target_replies"
+    __table_args__ = (UniqueConstraint("run_id", "sample_id", "turn", name="uq_target_replies_run_sample_turn"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(64), ForeignKey("runs.id", ondelete="CASCADE"))
+    sample_id: Mapped[str] = mapped_column(RedactedId(300))
+    turn: Mapped[int] = mapped_column(Integer)
+    reply: Mapped[dict[str, Any]] = mapped_column(RedactedJSON)  # masked with BQAS_REDACT_PII, like results
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -1,0 +1,36 @@
+"""``bqas demo-assistant``: the tiny local assistant of the target examples (bqas.demo.assistant)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``bqas demo-assistant`` to the app."""
+    app.command("demo-assistant")(demo_assistant_cmd)
+
+
+def demo_assistant_cmd(
+    port: Annotated[int, typer.Option("--port", "-p", help="TCP port on 127.0.0.1.")] = 8790,
+    latency_ms: Annotated[float, typer.Option("--latency-ms", help="Wait this long before each answer.")] = 0.0,
+) -> None:
+    """Serve a tiny rule-based German assistant on 127.0.0.1 to run target scenarios against.
+
+    It recognises a few teacher intents (reminder, parent_letter, worksheet_generate …), answers in one
+    sentence and is wrong on purpose now and then. POST /chat (JSON), /v1/chat/completions (OpenAI) and
+    /v1/chat-messages (Dify). Stop it with Ctrl-C.
+
+    Example: bqas demo-assistant --port 8790 & bqas run scenarios/voice_de_target.yaml
+    """
+    if not 0 < port < 65536:
+        typer.echo(f"error: --port: expected 1-65535, got {port}", err=True)
+        raise typer.Exit(2)
+    from bqas.demo.assistant import serve
+
+    try:
+        serve(port, latency_ms)
+    except OSError as exc:
+        typer.echo(f"error: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", err=True)
+        raise typer.Exit(2) from None

@@ -1,0 +1,299 @@
+"""The four kinds of target: how each one is asked one turn of a conversation and how its reply becomes
+the judge's inputs. Each returns a :class:`TargetReply` (``error`` set when there is no usable answer)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from bqas.targets.config import (
+    DEFAULT_INPUTS,
+    TOKEN_FIELDS,
+    DifyTarget,
+    HTTPTarget,
+    OpenAITarget,
+    PythonTarget,
+    Target,
+    TargetConfigError,
+    answer_fields,
+    expand_env,
+)
+from bqas.targets.mapping import UnmappableReply, as_judge_text, fill, map_outputs
+from bqas.targets.reply import TargetFailure, TargetReply, excerpt
+from bqas.targets.transport import HTTPAnswer, Transport
+
+
+class SampleProblem(ValueError):
+    """The sample cannot be sent (no user message, a template field it lacks): an ``invalid`` result."""
+
+
+@dataclass
+class Conversation:
+    """One conversation with the target: BQAS's id for it, the id the target gave it, the messages so far."""
+
+    id: str = field(default_factory=lambda: f"bqas-{uuid.uuid4().hex[:16]}")
+    remote_id: str | None = None
+    messages: list[dict[str, str]] = field(default_factory=list)  # user and assistant turns, in order
+
+
+def user_message(target: Target, data: dict[str, Any]) -> str:
+    """The user's message of a turn: ``target.input``, else user_input, query or question."""
+    names = (target.input,) if target.input else DEFAULT_INPUTS
+    for name in names:
+        value = data.get(name)
+        if isinstance(value, str) and value:
+            return value
+    raise SampleProblem(f"field {' / '.join(names)}: missing (the user's message for the target; target.input)")
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        return None
+    return int(min(value, 2**31))
+
+
+def _tokens(reply: TargetReply, usage: Any) -> None:
+    if isinstance(usage, dict):
+        reply.prompt_tokens = _count(usage.get("prompt_tokens"))
+        reply.completion_tokens = _count(usage.get("completion_tokens"))
+        total = _count(usage.get("total_tokens"))
+        if total is None and reply.prompt_tokens is not None and reply.completion_tokens is not None:
+            total = reply.prompt_tokens + reply.completion_tokens
+        reply.total_tokens = total
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise UnmappableReply(f"the reply is not JSON: {excerpt(raw)}") from None
+
+
+def _judge_fields(mapped: dict[str, Any], required: tuple[str, ...], outputs: dict[str, str]) -> dict[str, Any]:
+    """Mapped values as judge inputs (text or lists of texts); a required one that is missing raises."""
+    missing = [name for name in required if name not in mapped]
+    if missing:
+        where = ", ".join(f"{name} ({outputs.get(name, '?')})" for name in missing)
+        raise UnmappableReply(f"unmappable reply: nothing at {where}")
+    return {
+        name: value if name == "conversation_id" else as_judge_text(name, value)
+        for name, value in mapped.items()
+        if name not in TOKEN_FIELDS
+    }
+
+
+class TargetClient:
+    """Asks one kind of target. ``ask`` never raises for what the target does: a failure is the reply's
+    ``error``; :class:`SampleProblem` is raised for a sample that cannot be sent."""
+
+    def __init__(self, target: Target, max_reply_bytes: int):
+        self.target = target
+        self.transport = Transport(
+            timeout=target.timeout,
+            retries=target.retries,
+            concurrency=target.concurrency,
+            max_reply_bytes=max_reply_bytes,
+        )
+
+    async def ask(self, data: dict[str, Any], conversation: Conversation, turn: int) -> TargetReply:
+        reply = TargetReply(turn=turn, kind=self.target.type)
+        try:
+            await self._ask(data, conversation, reply)
+        except TargetFailure as exc:
+            reply.error, reply.status, reply.attempts = exc.reason, exc.status, exc.attempts
+            reply.latency_ms = exc.latency_ms
+            reply.keep_raw(exc.raw)
+        except UnmappableReply as exc:
+            reply.error = str(exc)
+        except KeyError as exc:  # a {field} the sample lacks
+            raise SampleProblem(str(exc.args[0]) if exc.args else str(exc)) from None
+        return reply
+
+    async def _ask(self, data: dict[str, Any], conversation: Conversation, reply: TargetReply) -> None:
+        raise NotImplementedError
+
+    def _answered(self, reply: TargetReply, answer: HTTPAnswer) -> None:
+        reply.status, reply.latency_ms, reply.attempts = answer.status, answer.latency_ms, answer.attempts
+        reply.keep_raw(answer.body)
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+
+def _bearer(env: str | None, where: str) -> dict[str, str]:
+    if not env:
+        return {}
+    key = os.environ.get(env)
+    if key is None:
+        raise TargetConfigError(f"{where}: environment variable {env} is not set")
+    return {"Authorization": f"Bearer {key}"}
+
+
+class OpenAIClient(TargetClient):
+    target: OpenAITarget
+
+    async def _ask(self, data: dict[str, Any], conversation: Conversation, reply: TargetReply) -> None:
+        t = self.target
+        text = user_message(t, data)
+        messages = ([{"role": "system", "content": t.system}] if t.system else []) + conversation.messages
+        messages.append({"role": "user", "content": text})
+        payload: dict[str, Any] = {"model": t.model, "messages": messages}
+        if t.temperature is not None:
+            payload["temperature"] = t.temperature
+        if t.max_tokens is not None:
+            payload["max_tokens"] = t.max_tokens
+        headers = {k: expand_env(v, f"target.headers.{k}") for k, v in t.headers.items()}
+        headers.update(_bearer(t.api_key_env, "target.api_key_env"))
+        url = expand_env(t.base_url, "target.base_url").rstrip("/") + "/chat/completions"
+        answer = await self.transport.send("POST", url, headers, payload)
+        self._answered(reply, answer)
+        body = _json(answer.body)
+        try:
+            content = body["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise UnmappableReply(
+                f"not a chat completion (no choices[0].message.content): {excerpt(answer.body)}"
+            ) from None
+        if not isinstance(content, str):
+            raise UnmappableReply("choices[0].message.content is not text")
+        _tokens(reply, body.get("usage") if isinstance(body, dict) else None)
+        if t.outputs:
+            mapped = map_outputs(_json(content.encode()), t.outputs)
+            reply.fields = _judge_fields(mapped, tuple(k for k in t.outputs if k == "response"), t.outputs)
+        else:
+            reply.fields = {"response": content}
+        conversation.messages += [{"role": "user", "content": text}, {"role": "assistant", "content": content}]
+
+
+class HTTPClient(TargetClient):
+    target: HTTPTarget
+
+    async def _ask(self, data: dict[str, Any], conversation: Conversation, reply: TargetReply) -> None:
+        t = self.target
+        values = {**data, "conversation_id": conversation.remote_id or conversation.id, "turn": reply.turn}
+        url = fill(t.url, values, "target.url")
+        headers = {k: str(fill(v, values, f"target.headers.{k}")) for k, v in t.headers.items()}
+        body = None if t.method == "GET" or t.body is None else fill(t.body, values, "target.body")
+        answer = await self.transport.send(t.method, str(url), headers, body)
+        self._answered(reply, answer)
+        mapped = map_outputs(_json(answer.body), t.outputs)
+        _tokens(reply, mapped)
+        reply.fields = _judge_fields(mapped, answer_fields(t), t.outputs)
+        remote = reply.fields.pop("conversation_id", None)
+        if remote is not None:
+            conversation.remote_id = reply.conversation_id = str(remote)
+        else:
+            reply.conversation_id = values["conversation_id"]
+
+
+class DifyClient(TargetClient):
+    target: DifyTarget
+
+    async def _ask(self, data: dict[str, Any], conversation: Conversation, reply: TargetReply) -> None:
+        t = self.target
+        text = user_message(t, data)
+        payload = {
+            "inputs": fill(t.inputs, data, "target.inputs"),
+            "query": text,
+            "response_mode": "blocking",
+            "conversation_id": conversation.remote_id or "",
+            "user": t.user,
+        }
+        url = expand_env(t.base_url, "target.base_url").rstrip("/") + "/chat-messages"
+        answer = await self.transport.send("POST", url, _bearer(t.api_key_env, "target.api_key_env"), payload)
+        self._answered(reply, answer)
+        body = _json(answer.body)
+        if not isinstance(body, dict) or not isinstance(body.get("answer"), str):
+            raise UnmappableReply(f"not a Dify chat-messages reply (no answer): {excerpt(answer.body)}")
+        found = body.get("metadata")
+        metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+        resources = metadata.get("retriever_resources")
+        resources = resources if isinstance(resources, list) else []
+        facts = [r["content"] for r in resources if isinstance(r, dict) and isinstance(r.get("content"), str)]
+        _tokens(reply, metadata.get("usage"))
+        fields: dict[str, Any] = {"response": body["answer"], "available_facts": facts}
+        if t.outputs:
+            fields.update(_judge_fields(map_outputs(body, t.outputs), (), t.outputs))
+        reply.fields = fields
+        if isinstance(body.get("conversation_id"), str) and body["conversation_id"]:
+            conversation.remote_id = reply.conversation_id = body["conversation_id"]
+
+
+class PythonClient(TargetClient):
+    """``function(sample) -> dict`` in this process: a sync one runs in a worker thread (the event loop
+    keeps judging), an async one on the loop. Not retried: a function that raises is reported at once."""
+
+    target: PythonTarget
+
+    def __init__(self, target: Target, max_reply_bytes: int):
+        super().__init__(target, max_reply_bytes)
+        self._function: Callable[..., Any] | None = None
+
+    def function(self) -> Callable[..., Any]:
+        if self._function is None:
+            self._function = load_function(self.target.function)
+        return self._function
+
+    async def _ask(self, data: dict[str, Any], conversation: Conversation, reply: TargetReply) -> None:
+        function = self.function()
+        sample = {**data, "conversation_id": conversation.id, "turn": reply.turn}
+        started = time.perf_counter()
+        reply.attempts = 1
+        try:
+            if inspect.iscoroutinefunction(function):
+                result = await asyncio.wait_for(function(sample), self.target.timeout)
+            else:
+                result = await asyncio.wait_for(asyncio.to_thread(function, sample), self.target.timeout)
+        except TimeoutError:
+            raise TargetFailure(
+                f"timed out: no answer within {self.target.timeout:g} s (target.timeout)", attempts=1
+            ) from None
+        except Exception as exc:  # the function's own failure is data, like an HTTP 500
+            raise TargetFailure(f"{self.target.function} raised {type(exc).__name__}: {exc}", attempts=1) from None
+        reply.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+        try:
+            raw = orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS)
+        except TypeError:
+            raw = repr(result).encode()
+        reply.keep_raw(raw)
+        if not isinstance(result, dict) or not result:
+            raise UnmappableReply(f"{self.target.function} returned {type(result).__name__}, not a non-empty dict")
+        _tokens(reply, result)
+        reply.fields = _judge_fields(dict(result), (), {})
+        reply.fields.pop("conversation_id", None)
+
+
+def load_function(spec: str) -> Callable[..., Any]:
+    """``package.module:attribute`` -> the callable (imported on first use); errors name the spec."""
+    module_name, _, attr = spec.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TargetConfigError(f"target.function: cannot import {module_name!r}: {exc}") from None
+    for part in attr.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise TargetConfigError(f"target.function: {module_name!r} has no {attr!r}")
+    if not callable(obj):
+        raise TargetConfigError(f"target.function: {spec!r} is not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+def client_for(target: Target, max_reply_bytes: int) -> TargetClient:
+    """The client of a target's kind."""
+    kinds: dict[str, type[TargetClient]] = {
+        "openai": OpenAIClient,
+        "http": HTTPClient,
+        "dify": DifyClient,
+        "python": PythonClient,
+    }
+    return kinds[target.type](target, max_reply_bytes)

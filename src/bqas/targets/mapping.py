@@ -1,0 +1,98 @@
+"""From a sample to a request and from a reply to the judge's inputs: ``{field}`` templates and JSONPath.
+
+JSONPath is RFC 9535 (the ``jsonpath-rfc9535`` library, imported on first use). A path that selects one
+node gives its value; several nodes (``$.sources[*].text``) give the list of their values; none gives
+nothing, and a missing ``response`` makes the reply unmappable.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from bqas.targets.config import TargetConfigError, expand_env
+
+_FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class UnmappableReply(ValueError):
+    """The reply holds no value where ``outputs`` points (or a value of the wrong kind)."""
+
+
+@functools.lru_cache(maxsize=256)
+def compile_path(path: str, where: str = "outputs") -> Any:
+    """The compiled JSONPath query; a syntax error raises naming ``where``."""
+    import jsonpath_rfc9535
+
+    try:
+        return jsonpath_rfc9535.compile(path)
+    except jsonpath_rfc9535.JSONPathError as exc:
+        raise TargetConfigError(f"{where}: invalid JSONPath {path!r}: {exc}") from None
+
+
+def map_outputs(reply: Any, outputs: Mapping[str, str]) -> dict[str, Any]:
+    """The judge inputs from a parsed reply: one value per output; a singular path that selects nothing
+    is left out."""
+    fields: dict[str, Any] = {}
+    for name, path in outputs.items():
+        query = compile_path(path, f"outputs.{name}")
+        values = query.find(reply).values()
+        # A singular query (RFC 9535: names and indexes only) gives a value or nothing; any other a list,
+        # even of one or none (a RAG answer without sources has an empty list of facts).
+        if not query.singular_query():
+            fields[name] = list(values)
+        elif values:
+            fields[name] = values[0]
+    return fields
+
+
+def as_judge_text(name: str, value: Any) -> str | list[str]:
+    """A mapped value as the judges take it: text, or a list of texts (numbers become text; objects and
+    nested lists are refused: the path should point at the text inside them)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        raise UnmappableReply(f"outputs.{name}: expected text, got {'null' if value is None else 'a boolean'}")
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list):
+        return [v if isinstance(v, str) else str(as_judge_text(name, v)) for v in value]
+    raise UnmappableReply(f"outputs.{name}: expected text or a list of texts, got an object (point the path inside it)")
+
+
+def fill(template: Any, values: Mapping[str, Any], where: str) -> Any:
+    """``template`` with ``{field}`` taken from ``values`` and ``${VAR}`` from the environment, in every
+    string of a nested structure. A string that is exactly ``{field}`` takes the value as it is (a list
+    stays a list); ``{{`` and ``}}`` are literal braces. A field the sample lacks raises naming it."""
+    if isinstance(template, str):
+        text = expand_env(template, where)
+        whole = _FIELD.fullmatch(text)
+        if whole is not None and whole.group(1) is not None:
+            return _value(values, whole.group(1), where)
+
+        def one(match: re.Match[str]) -> str:
+            if match.group(1) is None:
+                return match.group()[0]
+            found = _value(values, match.group(1), where)
+            return found if isinstance(found, str) else _compact(found)
+
+        return _FIELD.sub(one, text)
+    if isinstance(template, dict):
+        return {k: fill(v, values, f"{where}.{k}") for k, v in template.items()}
+    if isinstance(template, list):
+        return [fill(v, values, f"{where}[{i}]") for i, v in enumerate(template)]
+    return template
+
+
+def _value(values: Mapping[str, Any], name: str, where: str) -> Any:
+    if name not in values or values[name] is None:
+        raise KeyError(f"{where}: the sample has no field {name!r}")
+    return values[name]
+
+
+def _compact(value: Any) -> str:
+    import orjson
+
+    return orjson.dumps(value).decode()
