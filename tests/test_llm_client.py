@@ -320,3 +320,22 @@ async def test_requests_are_sent_as_json_with_the_json_content_type() -> None:
     assert seen["content_type"] == "application/json"
     body = seen["body"]
     assert isinstance(body, dict) and body["messages"] == [{"role": "user", "content": "Grüß {dich} \u2028"}]
+
+
+async def test_a_prompt_over_the_context_is_not_taken_for_a_rejected_format(scripted_llm: ScriptedLLM) -> None:
+    # llama.cpp's answer to a prompt longer than its context, word for word.
+    body = (
+        '{"error":{"code":400,"message":"request (5120 tokens) exceeds the available context size (4096 tokens),'
+        ' try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5120,"n_ctx":4096}}'
+    )
+    scripted_llm.push(Reply(status=400, body=body))
+    from bqas.llm.client import PromptTooLong
+
+    client = LLMClient(LLMConfig(base_url=scripted_llm.base_url, model="m", max_retries=2))
+    try:
+        with pytest.raises(PromptTooLong, match=r"does not fit the model's context: request \(5120 tokens\)") as exc:
+            await client.complete([{"role": "user", "content": "x"}], schema={"type": "object"})
+    finally:
+        await client.aclose()
+    assert exc.value.calls == 1 and len(scripted_llm.requests) == 1  # no retry, no other format tried
+    assert not client.server.rejected_modes

@@ -155,3 +155,39 @@ async def test_reply_scripted_token_by_token(scripted_llm: ScriptedLLM) -> None:
     assert out.text == '{"safe": "fail"}' and out.logprobs is not None
     [verdict] = out.tokens(10, 14)
     assert verdict.top == (("fail", -0.7), ("pass", -0.9)) and (verdict.offset, verdict.end) == (10, 14)
+
+
+def _entries(*tokens: str) -> dict[str, object]:
+    return {"content": [{"token": t, "logprob": -0.1, "top_logprobs": [{"token": t, "logprob": -0.1}]} for t in tokens]}
+
+
+def test_tokens_that_wrap_the_reply_in_a_code_fence_are_aligned_to_the_reply() -> None:
+    # llama.cpp's JSON grammar allows a ```json fence; the content is the bare object, the log-probabilities
+    # list every generated token (fence and end-of-text included), as its server sent them.
+    text = '{"safety": "pass"}'
+    raw = _entries("```", "json", "\n", '{"', "safety", '":', ' "', "pass", '"}', "\n", "```", "")
+    tokens = parse_logprobs(raw, text)
+    assert tokens is not None
+    assert [(t.offset, t.end) for t in tokens[:4]] == [(None, None), (None, None), (None, None), (0, 2)]
+    assert all(t.offset is None for t in tokens[-3:])  # the closing fence and the end-of-text token
+    [value] = tokens_in_span(tokens, text.index("pass"), text.index("pass") + 4)
+    assert value.token == "pass" and text[value.offset : value.end] == "pass"  # type: ignore[misc]
+
+
+def test_a_reply_the_tokens_do_not_spell_once_gets_no_offsets() -> None:
+    assert all(t.offset is None for t in parse_logprobs(_entries("a", "b"), "xyz") or [])
+    # Spelled twice: which copy is the reply cannot be told.
+    assert all(t.offset is None for t in parse_logprobs(_entries("{}", " ", "{}"), "{}") or [])
+
+
+def test_unaligned_log_probabilities_give_no_p_reject_rather_than_a_certain_one() -> None:
+    from bqas.judging.spec import default_registry
+    from bqas.trust.llm import from_logprobs
+
+    spec = default_registry().get("rag_hallucination")
+    data = {"grounding_score": 20, "invention_detection": "fail", "source_attribution": 1}
+    text = '{"grounding_score": 20, "invention_detection": "fail", "source_attribution": 1}'
+    tokens = parse_logprobs(_entries("nothing", " like", " the reply"), text)
+    assert tokens is not None and all(t.offset is None for t in tokens)
+    conf = from_logprobs(spec, text, data, tokens, "m")
+    assert conf.p_reject is None and "do not spell the reply" in (conf.reason or "")

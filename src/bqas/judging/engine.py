@@ -405,6 +405,13 @@ class JudgeEngine:
                 )
                 # A runaway reply is the judge's fault, not an unreachable server (no 503, no retry).
                 prefix = "judge reply refused" if isinstance(exc, too_large) else "LLM unavailable"
+                if isinstance(exc, client_module.PromptTooLong):
+                    # The inputs are too long for this model: a property of the sample, not an outage.
+                    prefix = "judge prompt too long"
+                    exc = client_module.PromptTooLong(
+                        f"{exc}. Give the model more context (a local model: llm.n_ctx or BQAS_LLM_GGUF_CTX) "
+                        f"or shorten the inputs (BQAS_MAX_FIELD_CHARS, now {self.options.max_field_chars})"
+                    )
                 result.unscored_reason = f"{prefix}: {exc}"
                 return None
             result.llm_calls += completion.calls

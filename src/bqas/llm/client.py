@@ -68,6 +68,32 @@ class ReplyTooLarge(LLMError):
     """The server's answer was larger than ``LLMConfig.max_reply_bytes``: not read further, not cached."""
 
 
+class PromptTooLong(LLMError):
+    """The server refused the prompt as longer than the model's context: the same request would fail again
+    (no retry), and no other response format would help."""
+
+
+# How servers word a prompt over the context: llama.cpp ("exceeds the available context size",
+# exceed_context_size_error), OpenAI and vLLM ("maximum context length", context_length_exceeded).
+_CONTEXT_WORDS = ("exceed_context_size", "context size", "context length", "context_length_exceeded")
+
+
+def _context_exceeded(status: int, body: str) -> bool:
+    if status not in (400, 413, 422):
+        return False
+    lowered = body.lower()
+    return any(w in lowered for w in _CONTEXT_WORDS)
+
+
+def _error_message(body: str) -> str:
+    """The ``error.message`` of an OpenAI-style error body, else the body's start."""
+    try:
+        message = orjson.loads(body)["error"]["message"]
+    except (orjson.JSONDecodeError, KeyError, TypeError, IndexError):
+        return body[:300]
+    return str(message)[:300]
+
+
 @dataclass
 class LLMConfig:
     """Connection and behaviour of the LLM seam."""
@@ -417,6 +443,13 @@ class LLMClient:
                         limit.answered()
                         return self._completions(body, calls)
                     self.usage.errors += 1
+                    if _context_exceeded(status, body):
+                        # llama.cpp answers 400 for it: not a rejected response format, nor worth a retry.
+                        raise PromptTooLong(
+                            f"the prompt does not fit the model's context: {_error_message(body)}",
+                            status=status,
+                            calls=calls,
+                        )
                     for param in ("logprobs", "n"):
                         if param in payload and _names(status, body, param):
                             raise _ParamRejected(param, status, body[:300], calls)

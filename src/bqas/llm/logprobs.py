@@ -97,31 +97,48 @@ def parse_logprobs(raw: Any, text: str) -> list[TokenLogprob] | None:
     return tokens
 
 
-def _bounds(strings: Sequence[str], content: Sequence[dict[str, Any]], text: str) -> list[tuple[int, int]] | None:
-    """``(offset, end)`` of each token; ``None`` unless the tokens spell ``text`` exactly.
+def _bounds(
+    strings: Sequence[str], content: Sequence[dict[str, Any]], text: str
+) -> list[tuple[int | None, int | None]] | None:
+    """``(offset, end)`` of each token in ``text``; ``None`` unless the tokens spell ``text``.
 
     Usually the token strings do (then their lengths are the bounds). Byte-level tokenizers may split one
     character over two tokens, whose strings then hold replacement characters: their ``bytes`` spell the
     text, and a token's bounds count only the characters completed by the bytes up to and including it,
     so such a token may be empty (offset == end) and the next one holds the character.
+
+    A server may also hand back less than it generated: llama.cpp's JSON grammar lets the model wrap the
+    object in a Markdown code fence, and the reply's ``content`` is the object without it, while the
+    log-probabilities list every generated token. When the reply occurs exactly once in what the tokens
+    spell, the bounds are counted from there; tokens wholly outside the reply get ``(None, None)``.
     """
-    bounds: list[tuple[int, int]] = []
-    start = 0
-    if "".join(strings) == text:
-        for token in strings:
-            bounds.append((start, start + len(token)))
-            start += len(token)
-        return bounds
-    pieces = [_token_bytes(entry, token) for entry, token in zip(content, strings, strict=True)]
-    try:
-        if b"".join(pieces).decode("utf-8") != text:
+    spelled = "".join(strings)
+    if spelled != text:
+        pieces = [_token_bytes(entry, token) for entry, token in zip(content, strings, strict=True)]
+        try:
+            spelled = b"".join(pieces).decode("utf-8")
+        except UnicodeDecodeError:
             return None
-    except UnicodeDecodeError:
-        return None
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    for piece in pieces:
-        end = start + len(decoder.decode(piece))
-        bounds.append((start, end))
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        lengths = [len(decoder.decode(piece)) for piece in pieces]
+    else:
+        lengths = [len(token) for token in strings]
+    if spelled == text:
+        shift = 0
+    else:
+        shift = spelled.find(text) if text else -1
+        if shift < 0 or spelled.find(text, shift + 1) >= 0:
+            return None
+    stop = shift + len(text)
+    bounds: list[tuple[int | None, int | None]] = []
+    start = 0
+    for length in lengths:
+        end = start + length
+        inside = start < stop and (end > shift if length else start >= shift)
+        if spelled == text or inside:
+            bounds.append((max(start, shift) - shift, min(end, stop) - shift))
+        else:
+            bounds.append((None, None))  # generated, but not part of the reply
         start = end
     return bounds
 

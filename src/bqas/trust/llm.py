@@ -6,7 +6,8 @@ number) the first token of its value carries the model's uncertainty; its top al
 give a small distribution over that dimension's value. Enumerating the combinations of those values
 through the judge's own policy (composite, gates, thresholds) gives P(verdict = failed): the model's own
 probability that the response fails. It is not calibrated to people; the calibration profile's
-thresholds give the guarantee. Values without aligned tokens count as certain.
+thresholds give the guarantee. Values without aligned tokens count as certain; when no token lines up
+with the reply at all there is no p_reject (and a reason), never a certainty the model did not express.
 
 Samples: the share of k replies (temperature > 0) whose verdict is ``failed``.
 """
@@ -97,6 +98,12 @@ def from_logprobs(
         return TierConfidence(model=model, reason=f"judge {spec.name} has no verdict")
     if not tokens:
         return TierConfidence(model=model, reason="the server gave no token log-probabilities")
+    if all(t.offset is None for t in tokens):
+        # Without offsets no value can be found among the tokens, and counting every value as certain would
+        # report a p_reject of exactly 0 or 1 that the model never expressed.
+        return TierConfidence(
+            model=model, reason="the server's token log-probabilities do not spell the reply; none could be used"
+        )
     graded = [n for n in spec.graded_dimensions if data.get(n) is not None]
     if not graded:
         return TierConfidence(model=model, reason="no graded value in the reply")
