@@ -63,7 +63,7 @@ def test_compose_has_the_roles_of_the_deployment_plan() -> None:
         assert services[name]["environment"]["BQAS_DATABASE_URL"] == url, name  # one shared store
         assert set(services[name]["depends_on"]) <= set(services), name
     for name in api:
-        assert "/healthz" in " ".join(services[name]["healthcheck"]["test"])
+        assert "/readyz" in " ".join(services[name]["healthcheck"]["test"])  # healthy: database and models
 
 
 def test_compose_bqas_commands_parse_with_the_cli() -> None:

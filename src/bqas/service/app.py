@@ -255,7 +255,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.bqas = state
-    install_error_handlers(app)
+    install_error_handlers(app, db_retry_after=service.db_retry_after)
     if state.review:
         app.include_router(review_router(state.store, state.auth))
         app.include_router(viewer_router(state.store, state.auth))
@@ -362,19 +362,40 @@ def create_app(
             raise HTTPException(status_code=404, detail=f"no job {job_id!r}")
         return await run_in_threadpool(status_view, state.store, job)
 
-    @app.get("/healthz", operation_id="healthz", include_in_schema=False)
-    async def healthz() -> Response:
+    async def database_state() -> str:
         try:
             await run_in_threadpool(ping, state.store)
         except Exception as exc:
-            health = Health(
-                status="error",
-                database=f"unreachable: {type(exc).__name__}",
-                version=__version__,
-                models=state.models,
-            )
-            return JSONResponse(status_code=503, content=health.model_dump())
-        return JSONResponse(Health(status="ok", database="ok", version=__version__, models=state.models).model_dump())
+            return f"unreachable: {type(exc).__name__}"
+        return "ok"
+
+    @app.get("/healthz", operation_id="healthz", include_in_schema=False)
+    async def healthz() -> Response:
+        database = await database_state()
+        ok = database == "ok"
+        health = Health(status="ok" if ok else "error", database=database, version=__version__, models=state.models)
+        return JSONResponse(status_code=200 if ok else 503, content=health.model_dump())
+
+    @app.get("/livez", operation_id="livez", include_in_schema=False)
+    async def livez() -> Response:
+        """Liveness: the process answers. Never asks the database, so an outage of the database does not
+        make an orchestrator restart every replica (which would not bring the database back)."""
+        return JSONResponse({"status": "alive", "version": __version__})
+
+    @app.get("/readyz", operation_id="readyz", include_in_schema=False)
+    async def readyz() -> Response:
+        """Readiness: the database answers and the models are loaded; 503 (with Retry-After) otherwise,
+        so that a load balancer sends requests elsewhere until both hold."""
+        database = await database_state()
+        ready = database == "ok" and state.models == "ready"
+        health = Health(
+            status="ready" if ready else "not ready", database=database, version=__version__, models=state.models
+        )
+        if ready:
+            return JSONResponse(health.model_dump())
+        return JSONResponse(
+            status_code=503, content=health.model_dump(), headers={"Retry-After": str(service.db_retry_after)}
+        )
 
     @app.get("/metrics", operation_id="metrics", include_in_schema=False)
     async def prometheus_metrics() -> Response:

@@ -29,6 +29,8 @@ class ServiceSettings(BaseSettings):
     rate_burst: int = Field(default=100, ge=1)
     # Seconds a client is told to wait (Retry-After) when the LLM cannot be reached.
     llm_retry_after: int = Field(default=30, ge=1)
+    # Seconds a client is told to wait (Retry-After, with 503) while the database cannot be reached.
+    db_retry_after: int = Field(default=5, ge=1)
     # Jobs.
     job_retries: int = Field(default=3, ge=0)  # extra attempts of a turn whose LLM was unavailable
     job_retry_delay: float = Field(default=2.0, ge=0)  # seconds before the first retry; doubles each time

@@ -20,7 +20,7 @@ from bqas.service.config import ServiceSettings
 from bqas.service.jobs import job_calls
 from bqas.service.metrics import ServiceMetrics
 from bqas.service.scoring import LLMUnavailable, RequestProblem, ScoreCall, Scorer, aggregate, bind_tenant
-from bqas.store.db import Store
+from bqas.store.db import Store, database_unavailable
 from bqas.store.service import JobView, add_item, claim_job, done_seqs, finish_job, job_items, renew_lease
 
 log = get_logger("bqas.service.worker")
@@ -144,6 +144,11 @@ class JobWorker:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            if database_unavailable(exc):
+                # Not the job's fault: it stays claimed until its lease runs out, then any worker (this one
+                # too) claims it again and scores only the turns not stored yet.
+                log.warning("job %s: the database is unavailable (%s); left to be claimed again", job.id, exc)
+                return
             log.exception("job %s failed", job.id)
             await self._finish(job, "failed", f"internal error: {type(exc).__name__}: {exc}")
         finally:

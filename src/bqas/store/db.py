@@ -345,6 +345,19 @@ class Store:
             return int(s.scalar(select(func.count()).select_from(ResultRow).where(ResultRow.run_id == run_id)) or 0)
 
 
+def database_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database cannot be reached or used right now (down, restarting, a dropped
+    connection, a locked SQLite file), as opposed to a mistake in what was asked of it: worth a retry."""
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+    if isinstance(exc, OperationalError | InterfaceError):
+        return True
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
+
+
+CONNECT_TIMEOUT_S = 10  # a PostgreSQL host that drops packets: give up connecting after this (libpq default: never)
+
+
 def open_store(url: str | None = None, *, home: Path | None = None) -> Store:
     """Open (and migrate) the store at ``url``; default: SQLite under the BQAS home."""
     from bqas.settings import get_settings
@@ -356,12 +369,16 @@ def open_store(url: str | None = None, *, home: Path | None = None) -> Store:
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     # Pre-ping finds connections a PostgreSQL server dropped; a SQLite file has no server, and the ping was a
     # query before every batch of results. Records are read back with orjson as they are written with it.
+    connect_args: dict[str, Any] = {}
+    if url.startswith("postgresql") and "connect_timeout" not in url:
+        connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
     engine = create_engine(
         url,
         future=True,
         pool_pre_ping=not url.startswith("sqlite"),
         json_serializer=_dumps,
         json_deserializer=_loads,
+        connect_args=connect_args,
     )
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
