@@ -384,11 +384,37 @@ def open_store(url: str | None = None, *, home: Path | None = None) -> Store:
         event.listen(engine, "connect", _sqlite_pragmas)
     # Alembic (and its imports) costs most of a second; run it only when the schema is not current.
     if not _is_current(engine):
+        database = engine.url.database
         if engine.dialect.name == "postgresql":
             _migrate_locked(engine, url)
+        elif engine.dialect.name == "sqlite" and database and database != ":memory:":
+            _migrate_file_locked(engine, url, Path(database))
         else:
             migrate(url)
     return Store(engine)
+
+
+#: How long a process waits for another one's migration of the same SQLite file before giving up.
+MIGRATION_WAIT_S = 600.0
+
+
+def _migrate_file_locked(engine: Engine, url: str, database: Path) -> None:
+    """Migrate a SQLite file under a file lock beside it (``<file>.migrate.lock``): runs and test
+    workers that start together on a new BQAS home would otherwise both run ``alembic upgrade`` and
+    collide half-way through a table rebuild. The lock is the operating system's (released when its
+    process dies); the ones that waited find the schema current and do nothing."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(f"{database}.migrate.lock", timeout=MIGRATION_WAIT_S)
+    try:
+        with lock:
+            if not _is_current(engine):
+                migrate(url)
+    except Timeout:
+        raise RuntimeError(
+            f"{database}: another process has been migrating this store for {MIGRATION_WAIT_S:.0f} s "
+            f"(lock {lock.lock_file}); try again when it has finished"
+        ) from None
 
 
 # Any fixed 64-bit key: the advisory lock that serialises migrations of one PostgreSQL database.
