@@ -88,12 +88,16 @@ def llm_env(bqas_home: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 def test_fit_run_review_refit(tmp_path: Path, llm_env: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
     gold = _gold(tmp_path / "gold.jsonl", 0, 60)
     profile_path = tmp_path / "profile.yaml"
+    # Precision 0.8: the offline accept region keeps the plain sentences and 5 unsure ones (75 of 80 agree);
+    # at the default 0.9 it narrows to exactly the 60 calibration items of lowest p, and a
+    # fresh plain sentence can land just above them.
     fit = CliRunner().invoke(
         app,
         ["calibrate", "fit", "--gold", str(gold), "--judge", "rag_privacy", "--backend", "auto",
-         "--fnr-max", "0.2", "--fpr-max", "0.2", "--out", str(profile_path)],
+         "--fnr-max", "0.2", "--fpr-max", "0.2", "--precision-min", "0.8", "--out", str(profile_path)],
     )  # fmt: skip
     assert fit.exit_code == 0, fit.output
+    assert "precision: 60 of 60 auto-rejects agree with people, bound 0.9" in fit.output
     from bqas.trust.profile import load_profile
 
     profile = load_profile(profile_path)
@@ -142,6 +146,30 @@ def test_fit_run_review_refit(tmp_path: Path, llm_env: ScriptedLLM, monkeypatch:
     assert '<property name="trust.coverage.human"' in junit and '<property name="trust.coverage.de.offline"' in junit
     assert '<property name="trust.rag_privacy.offline.fnr_max" value="0.1"/>' in junit
     assert f'<property name="trust.profile.rag_privacy" value="{profile.id}"/>' in junit
+    # The guarantee on the decisions themselves, next to the class rates, everywhere a run is read.
+    statement = "precision ≥ 0.8: 60 of 60 calibration auto-rejects agree with people (bound 0.9"
+    assert statement in run.output and statement in html
+    assert '<property name="trust.rag_privacy.offline.reject.precision_min" value="0.8"/>' in junit
+    assert '<property name="trust.rag_privacy.offline.reject.calibration_agree" value="60"/>' in junit
+    # The run's own labelled samples: how many of its auto-decisions people agree with.
+    decided = [r for r in records.values() if r["decision"] == "reject"]
+    agree = sum(1 for r in decided if r["expected"]["verdict"] == "failed")
+    line = f"of {len(decided)} auto-rejects, {agree} agree with people"
+    assert line in run.output and line in html
+    assert '<property name="trust.reject.agree_with_people"' in junit
+    from bqas.review.local import LocalReview
+    from bqas.review.settings import ReviewSettings
+    from bqas.service.testing import ServiceServer
+    from bqas.store.db import open_store as _open
+
+    local = LocalReview(_open(), ReviewSettings())
+    run_id = next(iter(records.values()))["run_id"]
+    import httpx
+
+    with ServiceServer(local.app) as server, httpx.Client(base_url=server.base_url) as client:
+        client.get(local.start_path)
+        page = client.get(f"/review/runs/{run_id}").text
+    assert 'id="guarantees"' in page and statement in page and line in page
 
     # The review queue (local tenant) holds the escalated ones with the reason.
     from bqas.review.queue import ItemFilter, list_items, submit_review

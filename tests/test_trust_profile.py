@@ -115,3 +115,38 @@ def test_broken_profile_file_names_file_and_field(tmp_path: Path) -> None:
     path.write_text("format: bqas-calibration-profile/1\nid: x\n", encoding="utf-8")
     with pytest.raises(ProfileError, match=r"p\.yaml: judge: Field required"):
         load_profile(path)
+
+
+def test_profile_carries_precision_targets_and_the_check_reports_agreement() -> None:
+    profile = fit_profile(
+        _items(3000, 6), judge="rag_hallucination", config=_config(), targets=Targets(fnr_max=0.05), source="t"
+    )
+    assert profile.targets["precision_accept_min"] == 0.9 and profile.targets["precision_reject_min"] == 0.9
+    tier = profile.tier("offline")
+    assert tier is not None and tier.precision_reject_min == 0.9
+    prec = tier.fit["reject"]["precision"]
+    assert prec["bound"] >= 0.9 and prec["agree"] <= prec["decided"]
+    report = check_on(_items(3000, 7), profile)
+    row = report["tiers"]["pipeline"]["reject_precision"]
+    assert row["decided"] > 0 and row["target"] == 0.9
+    lo, hi = row["interval"]
+    assert lo <= row["precision"] <= hi and row["held"] == (row["precision"] >= 0.9)
+
+
+def test_realised_precision_counts_the_decisions_people_agree_with() -> None:
+    from bqas.trust.fit import realised
+
+    profile = fit_profile(_items(600, 8), judge="rag_hallucination", config=_config(), targets=Targets(), source="t")
+    # 16 auto-rejects of which 7 are answers people accept: the example.
+    decisions = [("reject", "offline")] * 16 + [("escalate", "human")] * 84
+    labels = [True] * 7 + [False] * 9 + [True] * 40 + [False] * 44
+    row = realised(decisions, labels, profile)["tiers"]["offline"]["reject_precision"]
+    assert (row["decided"], row["agree"], row["held"]) == (16, 7, False)
+    assert row["precision"] == pytest.approx(7 / 16)
+    # Old profiles without a precision target report the counts but hold nothing against them.
+    old = profile.model_copy(deep=True)
+    for t in old.tiers:
+        t.precision_accept_min = t.precision_reject_min = None
+    old.targets.pop("precision_reject_min")
+    row = realised(decisions, labels, old)["tiers"]["pipeline"]["reject_precision"]
+    assert row["target"] is None and row["held"] is None and row["agree"] == 7

@@ -114,3 +114,83 @@ def test_simulation_bound_holds_and_coverage_grows_with_separation() -> None:
     covers = [np.mean([_simulate(sep, 10_000 + i)[0] for i in range(40)]) for sep in (0.5, 3.0, 10.0)]
     assert covers[0] < covers[1] < covers[2]
     assert covers[2] > 0.5
+
+
+def _simulate_precision(
+    seed: int, prevalence: float, precision: float | None, n_cal: int = 800
+) -> tuple[float | None, float | None, float, float]:
+    """Fit on draws from known score distributions; the true error share among the auto-accepted and the
+    auto-rejected (None when the side decides nothing) and the true FNR / FPR, computed exactly."""
+    rng = np.random.default_rng(seed)
+    a_rej, b_rej, a_acc, b_acc = 6.0, 2.0, 2.0, 6.0
+    y = rng.random(n_cal) < prevalence
+    s = np.where(y, rng.beta(a_rej, b_rej, n_cal), rng.beta(a_acc, b_acc, n_cal))
+    fit = fit_tier(
+        list(s),
+        list(y),
+        fnr_max=0.05,
+        fpr_max=0.05,
+        delta=0.1,
+        precision_accept_min=precision,
+        precision_reject_min=precision,
+    )
+    a, r = fit.accept.threshold, fit.reject.threshold
+    acc_err = rej_err = None
+    fnr = fpr = 0.0
+    if a is not None:  # people reject / all auto-accepted, from the two class distributions
+        fnr, g = float(beta.cdf(a, a_rej, b_rej)), float(beta.cdf(a, a_acc, b_acc))
+        acc_err = prevalence * fnr / (prevalence * fnr + (1 - prevalence) * g)
+    if r is not None:
+        fpr, g = float(beta.sf(r, a_acc, b_acc)), float(beta.sf(r, a_rej, b_rej))
+        rej_err = (1 - prevalence) * fpr / ((1 - prevalence) * fpr + prevalence * g)
+    return acc_err, rej_err, fnr, fpr
+
+
+@pytest.mark.parametrize(("prevalence", "side"), [(0.15, "reject"), (0.85, "accept")])
+def test_simulation_precision_bound_holds_where_the_class_rate_alone_misleads(prevalence: float, side: str) -> None:
+    # Few rejects (0.15): an FPR of 5 % of the many accepts is most of the auto-rejects; few accepts (0.85):
+    # an FNR of 5 % of the many rejects is most of the auto-accepts. The precision target 0.9 must hold on
+    # the decided items at delta = 0.1, over runs (a side that decides nothing cannot be wrong).
+    runs, delta, tolerance, target = 300, 0.1, 0.05, 0.9
+    pick = 1 if side == "reject" else 0
+    before = [_simulate_precision(seed, prevalence, None)[pick] for seed in range(60)]
+    assert np.mean([e is not None and e > 1 - target for e in before]) > 0.5  # class rate alone: misleading
+    results = [_simulate_precision(seed, prevalence, target) for seed in range(runs)]
+    errs = [r[pick] for r in results]
+    decided = [e for e in errs if e is not None]
+    violated = sum(1 for e in decided if e > 1 - target)
+    assert violated / runs <= delta + tolerance
+    assert len(decided) > runs * 0.8  # the side still decides in most runs
+    assert max(decided) > (1 - target) / 2  # and uses its error budget: the bound is not vacuous
+    # The class rates still hold together with it.
+    assert np.mean([r[2] > 0.05 for r in results]) <= delta + tolerance
+    assert np.mean([r[3] > 0.05 for r in results]) <= delta + tolerance
+
+
+def test_precision_reason_says_how_many_of_the_decisions_people_agree_with() -> None:
+    # 400 accepts spread low, 40 rejects at the top, 30 accepts among them: the FPR target alone would
+    # auto-reject them all; only 40 of 70 agree with people.
+    scores = [i / 1000 for i in range(370)] + [0.9 + i / 10_000 for i in range(70)]
+    rejected = [False] * 370 + [i % 7 < 4 for i in range(70)]
+    fit = fit_side(scores, rejected, "reject", 0.1, 0.1, precision_min=0.9)
+    p = fit.precision
+    assert p is not None and p.class_decided == 70 and p.class_agree == 40
+    assert fit.threshold is None and "of the 70 auto-rejects the class target alone allows, 40 agree" in (
+        fit.reason or ""
+    )
+    assert "escalated" in (fit.reason or "")
+    # Without the precision target the class rate alone certifies them (the old behaviour).
+    old = fit_side(scores, rejected, "reject", 0.1, 0.1)
+    assert old.threshold is not None and old.decided == 70 and old.precision is None
+
+
+def test_a_few_disagreements_among_the_most_confident_do_not_end_the_precision_search() -> None:
+    # 400 rejects scored high, three accepts among the ten highest scores, 300 accepts scored low: one
+    # fixed sequence starting at the fewest decisions that can pass would stop at once; the later chains
+    # certify the 400 (397 agree).
+    top = [1.0 - i / 1000 for i in range(400)]
+    scores = top + [0.3 - i / 1000 for i in range(297)]
+    rejected = [i not in (1, 4, 8) for i in range(400)] + [False] * 297
+    fit = fit_side(scores, rejected, "reject", 0.05, 0.1, precision_min=0.9)
+    assert fit.precision is not None and fit.reason is None
+    assert fit.decided == 400 and fit.precision.agree == 397 and (fit.precision.bound or 0) >= 0.9

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -77,8 +78,23 @@ def fit_cmd(
     ] = "offline",
     fnr_max: Annotated[float, typer.Option("--fnr-max", help="Target: auto-accepted rejects / all rejects.")] = 0.02,
     fpr_max: Annotated[float, typer.Option("--fpr-max", help="Target: auto-rejected accepts / all accepts.")] = 0.05,
+    precision_min: Annotated[
+        float,
+        typer.Option(
+            "--precision-min",
+            help="Target: share of each side's decisions (auto-accepts, auto-rejects) people agree with; 0 = none.",
+        ),
+    ] = 0.9,
+    precision_accept: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--precision-min-accept", help="Precision target of the auto-accepts (default --precision-min)."),
+    ] = None,
+    precision_reject: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--precision-min-reject", help="Precision target of the auto-rejects (default --precision-min)."),
+    ] = None,
     delta: Annotated[float, typer.Option("--delta", help="Each bound holds with probability >= 1 - delta.")] = 0.1,
-    joint: Annotated[bool, typer.Option("--joint", help="Both targets together (delta/2 each).")] = False,
+    joint: Annotated[bool, typer.Option("--joint", help="All targets together (delta split among them).")] = False,
     offline_share: Annotated[
         float, typer.Option("--offline-share", help="Share of the error budget for the offline tier (cascade).")
     ] = 0.5,
@@ -103,7 +119,8 @@ def fit_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the profile as JSON.")] = False,
 ) -> None:
     """Fit a calibration profile: per tier, the auto-accept and auto-reject thresholds whose error is
-    provably within the targets (FNR <= --fnr-max, FPR <= --fpr-max, each with probability >= 1 - delta).
+    provably within the targets (FNR <= --fnr-max, FPR <= --fpr-max, and of each side's decisions at least
+    --precision-min agreed with by people; each with probability >= 1 - delta).
 
     Example: bqas calibrate fit --gold gold.jsonl --judge rag_hallucination --out profile.yaml
     (--gold store:acme refits from the tenant's reviews; --backend auto fits the offline-then-LLM cascade)
@@ -128,6 +145,14 @@ def fit_cmd(
             raise _fail(f"{name}: must lie between 0 and 1 (exclusive), got {value}")
     if not 0.0 < offline_share < 1.0:
         raise _fail(f"--offline-share: must lie between 0 and 1 (exclusive), got {offline_share}")
+    precisions: dict[str, float | None] = {}
+    for name, value in (
+        ("--precision-min-accept", precision_min if precision_accept is None else precision_accept),
+        ("--precision-min-reject", precision_min if precision_reject is None else precision_reject),
+    ):
+        if not 0.0 <= value < 1.0:
+            raise _fail(f"{name}: must lie in [0, 1) (0 switches the precision target off), got {value}")
+        precisions[name] = value or None
     try:
         default_language = check_language(language or settings.language, field="--language")
         spec = default_registry().get(judge)
@@ -158,7 +183,15 @@ def fit_cmd(
         prompt_hashes=prompt_hashes(spec) if backend != "offline" else {},
         offline_model=off_model if backend != "llm" else None,
     )
-    targets = Targets(fnr_max=fnr_max, fpr_max=fpr_max, delta=delta, offline_share=offline_share, joint=joint)
+    targets = Targets(
+        fnr_max=fnr_max,
+        fpr_max=fpr_max,
+        delta=delta,
+        offline_share=offline_share,
+        joint=joint,
+        precision_accept_min=precisions["--precision-min-accept"],
+        precision_reject_min=precisions["--precision-min-reject"],
+    )
     profile = fit_profile(items, judge=judge, config=profile_config, targets=targets, source=str(gold), score=score)  # type: ignore[arg-type]
     profile.data["unlabelled"] = unlabelled
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -188,12 +221,20 @@ def _run(config: Any, request: Any, judge: str, gold: GoldSet, concurrency: int,
 
 
 def print_profile(profile: CalibrationProfile) -> None:
-    """The fit, tier by tier: thresholds, bounds, coverage, and what more data would certify."""
+    """The fit, tier by tier: thresholds, class-rate bounds, the precision of the decisions, coverage, and
+    what more data would certify."""
     t = profile.targets
     d = profile.data
+    precision = ", ".join(
+        f"{side} precision >= {t[key]:g}"
+        for side, key in (("auto-accept", "precision_accept_min"), ("auto-reject", "precision_reject_min"))
+        if t.get(key) is not None
+    )
     typer.echo(
         f"profile {profile.id}: judge {profile.judge}, n={d['n']} ({d['n_reject']} rejected, {d['n_accept']} accepted), "
-        f"targets FNR <= {t['fnr_max']:g}, FPR <= {t['fpr_max']:g}, delta {t['delta']:g}"
+        f"targets FNR <= {t['fnr_max']:g}, FPR <= {t['fpr_max']:g}"
+        + (f", {precision}" if precision else "")
+        + f", delta {t['delta']:g}"
     )
     for tier in profile.tiers:
         typer.echo(
@@ -202,6 +243,7 @@ def print_profile(profile: CalibrationProfile) -> None:
         for side in ("accept", "reject"):
             f = tier.fit[side]
             label = "auto-accept if p <=" if side == "accept" else "auto-reject if p >="
+            prec = f.get("precision")
             if f["threshold"] is None:
                 typer.echo(f"    {side}: nothing certified: {f['reason']}")
             else:
@@ -209,12 +251,25 @@ def print_profile(profile: CalibrationProfile) -> None:
                     f"    {label} {f['threshold']:.6g}: {f['target'].upper()} bound {f['bound']:.4f} "
                     f"({f['errors']} errors of {f['n_class']}), coverage {f['coverage']:.1%}"
                 )
+                if prec:
+                    typer.echo(
+                        f"      precision: {prec['agree']} of {prec['decided']} "
+                        f"{'auto-accepts' if side == 'accept' else 'auto-rejects'} agree with people, "
+                        f"bound {prec['bound']:.3f} >= {prec['precision_min']:g}"
+                        + (f" ({prec['reason']})" if prec.get("reason") else "")
+                    )
             for m in f["more_data"]:
                 if m["needed"] is not None and m["more"]:
                     typer.echo(
                         f"      coverage {m['coverage']:.0%} (error rate {m['error_rate']:.2%} there) would need "
                         f"{m['needed']} labelled {'rejects' if side == 'accept' else 'accepts'} ({m['more']} more)"
                     )
+            if prec and prec.get("more"):
+                typer.echo(
+                    f"      precision >= {prec['precision_min']:g} at the class threshold "
+                    f"({prec['class_agree']} of {prec['class_decided']} agree there) would need about "
+                    f"{prec['needed']} labelled items ({prec['more']} more)"
+                )
     cov = profile.coverage
     per_tier = ", ".join(f"{k} {cov[k]:.1%}" for k in cov if k not in ("decided", "by_language"))
     typer.echo(f"  decided automatically: {cov['decided']:.1%} ({per_tier}); the rest goes to people")
@@ -271,7 +326,16 @@ def check_profile_run(
         labels.append(label)
     report = realised(decisions, labels, profile)
     report["profile"] = profile.id
-    held = all(v is not False for tier in report["tiers"].values() for v in (tier["fnr_held"], tier["fpr_held"]))
+    held = all(
+        v is not False
+        for tier in report["tiers"].values()
+        for v in (
+            tier["fnr_held"],
+            tier["fpr_held"],
+            tier["accept_precision"]["held"],
+            tier["reject_precision"]["held"],
+        )
+    )
     report["held"] = held
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
@@ -282,9 +346,26 @@ def check_profile_run(
                 f"  {name}: coverage {tier['coverage']:.1%}, FNR {_pct(tier['fnr'])} (target {tier['fnr_max']:g}, "
                 f"{_held(tier['fnr_held'])}), FPR {_pct(tier['fpr'])} (target {tier['fpr_max']:g}, {_held(tier['fpr_held'])})"
             )
+            for side in ("accept", "reject"):
+                typer.echo(f"    {precision_line(side, tier[f'{side}_precision'])}")
     if not held:
         typer.echo("a bound did not hold on these labels", err=True)
         raise typer.Exit(1)
+
+
+def precision_line(side: str, row: Mapping[str, Any]) -> str:
+    """``of 16 auto-rejects, 7 agree with people (43.8 %, 90 % CI 23.1-66.2 %); target >= 0.9 NOT held``."""
+    what = "auto-accepts" if side == "accept" else "auto-rejects"
+    if not row["decided"]:
+        return f"no {what}"
+    lo, hi = row["interval"]
+    text = (
+        f"of {row['decided']} {what}, {row['agree']} agree with people ({row['precision']:.1%}, "
+        f"90 % CI {lo:.1%}-{hi:.1%})"
+    )
+    if row["target"] is None:
+        return text
+    return text + f"; target >= {row['target']:g} {_held(row['held'])}"
 
 
 def _pct(value: float | None) -> str:

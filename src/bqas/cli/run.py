@@ -150,14 +150,20 @@ def _print_trust(console: Any, trust: dict[str, Any], profiles: list[dict[str, A
     for name, c in rows:
         table.add_row(name, str(c["n"]), f"{c['offline']:.1%}", f"{c['llm']:.1%}", f"{c['human']:.1%}")
     console.print(table)
+    from bqas.cli.calibrate_fit import precision_line
+    from bqas.trust.summary import side_statement
+
+    for side, row in (trust.get("agreement") or {}).items():
+        if row.get("decided"):
+            console.print(f"this run, samples with labels: {precision_line(side, row)}", markup=False)
     for p in profiles:
         for t in p["tiers"]:
-            fnr = "none certified" if t["accept_threshold"] is None else f"FNR <= {t['fnr_max']:g}"
-            fpr = "none certified" if t["reject_threshold"] is None else f"FPR <= {t['fpr_max']:g}"
             console.print(
-                f"profile {p['id']} · {t['tier']}: auto-accept {fnr}, auto-reject {fpr} "
-                f"(each with probability >= {1 - t['delta']:g}, n={p['n']})"
+                f"profile {p['id']} · {t['tier']} (each bound with probability >= {1 - t['delta']:g}, n={p['n']}):",
+                markup=False,
             )
+            for side in ("accept", "reject"):
+                console.print(f"  {side_statement(t, side)}", markup=False)
 
 
 def _f(value: Any) -> str:

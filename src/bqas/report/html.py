@@ -36,13 +36,27 @@ def _trust_view(run: Mapping[str, Any], trust: dict[str, Any] | None) -> dict[st
     profiles = [p for p in as_list(run.get("profiles")) if isinstance(p, Mapping)]
     if trust is None and not profiles:
         return None
+    from bqas.cli.calibrate_fit import precision_line
+    from bqas.trust.summary import side_statement
+
     charts = [
         {"judge": p.get("judge"), "id": p.get("id"), "tier": t, "chart": risk_coverage_chart(str(p.get("judge")), t)}
         for p in profiles
         for t in as_list(p.get("tiers"))
         if isinstance(t, Mapping)
     ]
-    return {"stats": trust, "profiles": profiles, "charts": charts}
+    statements = {
+        (str(p.get("id")), str(t.get("tier"))): {side: side_statement(t, side) for side in ("accept", "reject")}
+        for p in profiles
+        for t in as_list(p.get("tiers"))
+        if isinstance(t, Mapping)
+    }
+    agreement = [
+        precision_line(side, row)
+        for side, row in ((trust or {}).get("agreement") or {}).items()
+        if isinstance(row, Mapping) and row.get("decided")
+    ]
+    return {"stats": trust, "profiles": profiles, "charts": charts, "statements": statements, "agreement": agreement}
 
 
 def write_html_report(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -26,6 +27,33 @@ def cp_upper(errors: ArrayLike, n: int, delta: float) -> NDArray[np.float64]:
     return out
 
 
+def cp_upper_each(errors: ArrayLike, trials: ArrayLike, delta: float) -> NDArray[np.float64]:
+    """One-sided Clopper-Pearson upper bounds for pairs ``(errors[i], trials[i])`` (1 where nothing is known).
+
+    The decided-set bounds need it: each candidate threshold decides its own number of items."""
+    from scipy.stats import beta
+
+    k = np.asarray(errors, dtype=np.float64)
+    n = np.broadcast_to(np.asarray(trials, dtype=np.float64), k.shape)
+    out = np.ones_like(k)
+    below = k < n
+    out[below] = beta.ppf(1.0 - delta, k[below] + 1.0, n[below] - k[below])
+    return out
+
+
+def cp_interval(successes: int, n: int, confidence: float = 0.9) -> tuple[float, float] | None:
+    """Two-sided Clopper-Pearson interval for a binomial rate (None when ``n`` is 0)."""
+    from scipy.stats import beta
+
+    if n <= 0:
+        return None
+    tail = (1.0 - confidence) / 2
+    lo = 0.0 if successes == 0 else float(beta.ppf(tail, successes, n - successes + 1))
+    hi = 1.0 if successes == n else float(beta.ppf(1.0 - tail, successes + 1, n - successes))
+    return lo, hi
+
+
+@lru_cache(maxsize=256)
 def min_n_for_zero_errors(alpha: float, delta: float) -> int:
     """The fewest trials for which zero errors certify rate <= alpha at confidence 1 - delta.
 

@@ -6,6 +6,10 @@ budget at ``delta / 2``, counting its errors among *all* people-rejected (-accep
 only the items the offline tier escalated. The pipeline's FNR is the sum of the tiers' (each error is
 made by one tier), so FNR <= fnr_max and FPR <= fpr_max hold together for both tiers with probability
 >= 1 - delta (union bound). A single tier gets the whole budget and delta.
+
+The precision targets (share of a side's decisions that people agree with) need no budget split: each
+tier is certified at the full ``precision_*_min`` on the items it decides (at its ``delta / 2``), and a
+mixture of decision sets that each reach a precision reaches it too.
 """
 
 from __future__ import annotations
@@ -17,8 +21,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from bqas.trust.bounds import cp_interval
 from bqas.trust.profile import PROFILE_FORMAT, CalibrationProfile, ProfileConfig, ScoreField, TierProfile
-from bqas.trust.thresholds import DEFAULT_DELTA, DEFAULT_FNR_MAX, DEFAULT_FPR_MAX, TierFit, decide, fit_tier
+from bqas.trust.thresholds import (
+    DEFAULT_DELTA,
+    DEFAULT_FNR_MAX,
+    DEFAULT_FPR_MAX,
+    DEFAULT_PRECISION_MIN,
+    TierFit,
+    decide,
+    fit_tier,
+)
 
 
 @dataclass(frozen=True)
@@ -38,7 +51,10 @@ class Targets:
     fpr_max: float = DEFAULT_FPR_MAX
     delta: float = DEFAULT_DELTA
     offline_share: float = 0.5  # share of the error budget for the offline tier in a cascade
-    joint: bool = False  # both targets together (delta/2 each) rather than each at 1 - delta
+    joint: bool = False  # all targets together (delta split among them) rather than each at 1 - delta
+    # Share of a side's decisions people agree with (None: that side bounds only its class rate).
+    precision_accept_min: float | None = DEFAULT_PRECISION_MIN
+    precision_reject_min: float | None = DEFAULT_PRECISION_MIN
 
 
 def data_hash(items: Sequence[LabelledItem]) -> str:
@@ -87,9 +103,13 @@ def fit_profile(
             fpr_max=targets.fpr_max * share,
             delta=delta_tier,
             joint=targets.joint,
+            precision_accept_min=targets.precision_accept_min,
+            precision_reject_min=targets.precision_reject_min,
         )
         fits["offline"] = off_fit
-        tiers.append(_tier("offline", off_fit, score, targets.fnr_max * share, targets.fpr_max * share, delta_tier))
+        tiers.append(
+            _tier("offline", off_fit, score, targets.fnr_max * share, targets.fpr_max * share, delta_tier, targets)
+        )
     if any(i.llm is not None for i in items):
         rest = 1.0 - share if cascade else 1.0
         eligible = [
@@ -103,9 +123,13 @@ def fit_profile(
             delta=delta_tier,
             joint=targets.joint,
             eligible=eligible,
+            precision_accept_min=targets.precision_accept_min,
+            precision_reject_min=targets.precision_reject_min,
         )
         fits["llm"] = llm_fit
-        tiers.append(_tier("llm", llm_fit, "p_reject", targets.fnr_max * rest, targets.fpr_max * rest, delta_tier))
+        tiers.append(
+            _tier("llm", llm_fit, "p_reject", targets.fnr_max * rest, targets.fpr_max * rest, delta_tier, targets)
+        )
     decisions = [_cascade_decision(i, tiers) for i in items]
     n = len(items)
     coverage: dict[str, Any] = {
@@ -129,6 +153,8 @@ def fit_profile(
             "fpr_max": targets.fpr_max,
             "delta": targets.delta,
             "joint": targets.joint,
+            "precision_accept_min": targets.precision_accept_min,
+            "precision_reject_min": targets.precision_reject_min,
         },
         data={
             "source": source,
@@ -148,7 +174,9 @@ def fit_profile(
     )
 
 
-def _tier(name: str, fit: TierFit, score: ScoreField, fnr: float, fpr: float, delta: float) -> TierProfile:
+def _tier(
+    name: str, fit: TierFit, score: ScoreField, fnr: float, fpr: float, delta: float, targets: Targets
+) -> TierProfile:
     return TierProfile(
         tier=name,  # type: ignore[arg-type]
         score=score,
@@ -157,6 +185,8 @@ def _tier(name: str, fit: TierFit, score: ScoreField, fnr: float, fpr: float, de
         fnr_max=round(fnr, 6),
         fpr_max=round(fpr, 6),
         delta=delta,
+        precision_accept_min=targets.precision_accept_min,
+        precision_reject_min=targets.precision_reject_min,
         fit=fit.as_dict(),
     )
 
@@ -180,7 +210,9 @@ def realised(
     decisions: Sequence[tuple[str, str]], rejected: Sequence[bool], profile: CalibrationProfile
 ) -> dict[str, Any]:
     """Per tier and for the pipeline: coverage, realised FNR/FPR (errors / all people-rejected resp.
-    -accepted items, escalations decided by people) and whether each target held on these items.
+    -accepted items, escalations decided by people), the precision of each side's decisions (how many of
+    the auto-accepts / auto-rejects people agree with, with a 90 % Clopper-Pearson interval) and whether
+    each target held on these items.
 
     ``decisions``: (accept|reject|escalate, offline|llm|human) per item, in the order of ``rejected``."""
     n = len(decisions)
@@ -196,7 +228,7 @@ def realised(
         fpr_max = t.fpr_max if t is not None else profile.targets["fpr_max"]
         fnr = fn / len(rejects) if rejects else None
         fpr = fp / len(accepts) if accepts else None
-        out["tiers"][name] = {
+        row: dict[str, Any] = {
             "coverage": round(len(mine) / n, 6) if n else 0.0,
             "false_negatives": fn,
             "false_positives": fp,
@@ -207,4 +239,26 @@ def realised(
             "fnr_held": None if fnr is None else fnr <= fnr_max,
             "fpr_held": None if fpr is None else fpr <= fpr_max,
         }
+        for side, wrong in (("accept", fn), ("reject", fp)):
+            decided = sum(1 for k in mine if decisions[k][0] == side)
+            target = (
+                getattr(t, f"precision_{side}_min") if t is not None else profile.targets.get(f"precision_{side}_min")
+            )
+            row[f"{side}_precision"] = precision_row(decided, decided - wrong, target)
+        out["tiers"][name] = row
     return out
+
+
+def precision_row(decided: int, agree: int, target: float | None) -> dict[str, Any]:
+    """How many of a side's decisions people agree with, the share with its 90 % interval, and whether the
+    target held (None: nothing decided, or no target)."""
+    interval = cp_interval(agree, decided, 0.9)
+    value = agree / decided if decided else None
+    return {
+        "decided": decided,
+        "agree": agree,
+        "precision": None if value is None else round(value, 6),
+        "interval": None if interval is None else [round(interval[0], 6), round(interval[1], 6)],
+        "target": target,
+        "held": None if value is None or target is None else value >= target,
+    }

@@ -2,7 +2,7 @@
 
 A profile names the judge, the configuration it was fitted for (backend, LLM model, prompt hashes per
 language, a hash of the judge's scoring and offline configuration, the offline p_reject model id), the
-targets (fnr_max, fpr_max, delta), the data (n, classes, sha256) and per tier the thresholds with their
+targets (fnr_max, fpr_max, precision_accept_min, precision_reject_min, delta), the data (n, classes, sha256) and per tier the thresholds with their
 bounds. A profile fitted for another judge, configuration or prompt is refused (:func:`check_profile`).
 """
 
@@ -32,6 +32,10 @@ class TierProfile(BaseModel):
     fnr_max: float
     fpr_max: float
     delta: float
+    # Share of this tier's auto-accepts / auto-rejects people agree with, certified at 1 - delta (None:
+    # not a target of this profile, e.g. one fitted before precision targets existed).
+    precision_accept_min: float | None = None
+    precision_reject_min: float | None = None
     fit: dict[str, Any] = Field(default_factory=dict)
 
 

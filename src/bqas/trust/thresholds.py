@@ -21,8 +21,26 @@ family-wise error at delta without a multiplicity correction. The last threshold
 Symmetrically for ``r`` from the top. Items a tier could not score (``None``) count in the class totals
 and are never auto-decided.
 
-Each target's bound holds with probability >= 1 - delta; ``joint=True`` halves delta per target so that
-both hold together (Bonferroni).
+**Precision of the decisions themselves** (``precision_min``, per side). A class rate bounds the share of
+*all* people-accepted answers that are auto-rejected; it says nothing about how many auto-rejects people
+agree with (few accepted answers wrongly rejected can still be most of a handful of rejects). So each side
+also bounds its precision, the share of decided items people agree with: P(people reject | s >= r) for
+auto-reject, P(people accept | s <= a) for auto-accept. For a fixed threshold, the items it decides are
+i.i.d. draws from the region, so the disagreements among them are Binomial(decided, 1 - precision) and a
+Clopper-Pearson bound on that count bounds the precision from below. The candidates are the scores of
+all scored items (no label is used to place them), tested by fixed-sequence testing from the most
+confident end in four chains that start where the candidates decide m, 2m, 4m and 8m items (m: the fewest
+decisions that can pass at all), each chain at delta / 4 and stopping at its first failure; a candidate
+any chain passed is certified (union bound). Counting from the confident end, the first candidate whose
+precision misses the target is the same for every chain when precision falls as the threshold widens
+(the score ranks risk: the premise of thresholding it), which is what makes a fixed sequence valid here;
+several starts keep a few disagreements among the very first items from ending the search. The side's threshold is the loosest candidate that passes both the class-rate
+test and the precision test: the class rate only shrinks with a tighter threshold, and the precision was
+certified at the chosen candidate itself. ``tests/test_trust_thresholds.py`` checks by simulation on
+known distributions that both hold at their delta.
+
+Each target's bound holds with probability >= 1 - delta; ``joint=True`` splits delta over the targets in
+use (two class rates and up to two precisions; Bonferroni) so that all hold together.
 """
 
 from __future__ import annotations
@@ -35,12 +53,15 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from bqas.trust.bounds import cp_upper, min_n_for_zero_errors
+from bqas.trust.bounds import cp_upper, cp_upper_each, min_n_for_zero_errors
 
 Side = Literal["accept", "reject"]
 DEFAULT_FNR_MAX = 0.02
 DEFAULT_FPR_MAX = 0.05
 DEFAULT_DELTA = 0.1
+DEFAULT_PRECISION_MIN = 0.90
+# Fixed-sequence chains of the precision test (starting at m, 2m, 4m, 8m decisions; delta split among them).
+PRECISION_CHAINS = 4
 _COVERAGE_STEPS = (0.1, 0.25, 0.5, 0.75, 0.9)
 
 
@@ -52,6 +73,30 @@ class MoreData:
     error_rate: float  # the calibration error rate at that threshold (assumed to hold with more data)
     needed: int | None  # class items needed in all (None: that error rate can never meet the target)
     more: int | None  # needed minus those at hand
+
+
+@dataclass(frozen=True)
+class PrecisionFit:
+    """The precision guarantee of one side: the share of the items it decides that people agree with.
+
+    ``decided``/``agree``/``bound`` are at the side's final threshold; ``class_*`` at the threshold the
+    class-rate target alone would allow (what the side would have decided without this guarantee)."""
+
+    precision_min: float
+    delta: float
+    decided: int
+    agree: int
+    bound: float | None  # Clopper-Pearson lower bound on the precision at the final threshold
+    class_threshold: float | None
+    class_decided: int
+    class_agree: int
+    class_bound: float | None
+    min_decided: int  # decisions without a disagreement needed to certify precision_min at delta
+    narrowed: bool  # the precision target made the side decide less than its class target allows
+    reason: str | None
+    # Labelled items in all that would certify the class-only threshold's precision at today's rate.
+    needed: int | None = None
+    more: int | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +118,7 @@ class SideFit:
     more_data: list[MoreData] = field(default_factory=list)
     # Risk-coverage curve on the calibration data: [coverage, error rate, bound] along the candidates.
     curve: list[list[float]] = field(default_factory=list)
+    precision: PrecisionFit | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -163,14 +209,21 @@ def fit_side(
     delta: float,
     *,
     eligible: Sequence[bool] | None = None,
+    precision_min: float | None = None,
+    precision_delta: float | None = None,
 ) -> SideFit:
-    """Certify the loosest threshold of one side whose error bound stays <= ``max_rate`` at 1 - ``delta``.
+    """Certify the loosest threshold of one side whose error bound stays <= ``max_rate`` at 1 - ``delta``
+    and, with ``precision_min``, whose decisions people agree with in at least that share (at 1 -
+    ``precision_delta``, default ``delta``).
 
     ``eligible`` (optional): items this tier may decide at all (a cascade's second tier sees only what the
     first escalated); the others count in the class total and are never decided here.
     """
     if not 0.0 < max_rate < 1.0 or not 0.0 < delta < 1.0:
         raise ValueError(f"target rate and delta must lie in (0, 1), got {max_rate}, {delta}")
+    if precision_min is not None and not 0.0 < precision_min < 1.0:
+        raise ValueError(f"precision_min must lie in (0, 1), got {precision_min}")
+    p_delta = delta if precision_delta is None else precision_delta
     s, y = _as_arrays(scores, rejected)
     ok = ~np.isnan(s)
     if eligible is not None:
@@ -183,11 +236,13 @@ def fit_side(
     n_class, n = int(err_class.sum()), len(s)
     floor = min_n_for_zero_errors(max_rate, delta)
     who = "people reject" if side == "accept" else "people accept"
-
-    def empty(reason: str, more: list[MoreData] | None = None) -> SideFit:
-        return SideFit(side, target, max_rate, delta, None, n_class, 0, None, 0, 0.0, reason, floor, more or [], curve)
-
+    decisions = "auto-accepts" if side == "accept" else "auto-rejects"
     curve: list[list[float]] = []
+
+    def empty(reason: str, more: list[MoreData] | None = None, precision: PrecisionFit | None = None) -> SideFit:
+        return SideFit(
+            side, target, max_rate, delta, None, n_class, 0, None, 0, 0.0, reason, floor, more or [], curve, precision
+        )
 
     if n == 0:
         return empty("no calibration data")
@@ -221,24 +276,148 @@ def fit_side(
                 f"(bound {float(bounds[0]):.3f} > {max_rate:g})" + (" — tied scores" if tied and cand.size == 1 else "")
             )
         return empty(reason, more)
-    i = first_fail - 1
-    thr = float(cand[i]) if side == "accept" else float(-cand[i])
+    class_conf = float(cand[first_fail - 1])
+    precision: PrecisionFit | None = None
+    chosen = class_conf
+    if precision_min is not None:
+        precision, chosen_or_none = _fit_precision(
+            conf[ok], err_class[ok], class_conf, precision_min, p_delta, n, decisions, side
+        )
+        if chosen_or_none is None:
+            return empty(precision.reason or "precision not certified", more, precision)
+        chosen = chosen_or_none
+    k_at = int(np.searchsorted(err_scores, chosen, side="right"))
+    decided_at = int(np.searchsorted(all_scores, chosen, side="right"))
+    bound_at = float(cp_upper(k_at, n_class, delta))
+    thr = chosen if side == "accept" else -chosen
     return SideFit(
         side,
         target,
         max_rate,
         delta,
-        thr,
+        float(thr),
         n_class,
-        int(k[i]),
-        round(float(bounds[i]), 6),
-        int(decided[i]),
-        round(int(decided[i]) / n, 6),
+        k_at,
+        round(bound_at, 6),
+        decided_at,
+        round(decided_at / n, 6),
         None,
         floor,
         more,
         curve,
+        precision,
     )
+
+
+def _fit_precision(
+    conf: NDArray[np.float64],
+    wrong: NDArray[np.bool_],
+    class_conf: float,
+    precision_min: float,
+    delta: float,
+    n_all: int,
+    decisions: str,
+    side: Side,
+) -> tuple[PrecisionFit, float | None]:
+    """The precision test of one side over the scored items (``conf``: confidence order, ``wrong``: people
+    disagree with this side's decision). Returns the fit and the chosen confidence threshold (None: none).
+
+    Candidates: every distinct score (labels unused), from the most confident end. Fixed-sequence testing
+    runs in :data:`PRECISION_CHAINS` chains that start where the candidates decide ``m``, ``2m``, ``4m`` and
+    ``8m`` items (``m``: the fewest decisions that can pass at all), each at ``delta / chains`` and each
+    stopping at its first failure; every candidate a chain passed is certified (union bound over the
+    chains). One early chain that meets a few disagreements among the most confident items does not end the
+    search. The chosen threshold is the loosest certified candidate that the class-rate threshold
+    ``class_conf`` allows."""
+    alpha = 1.0 - precision_min
+    d_chain = delta / PRECISION_CHAINS
+    min_dec = min_n_for_zero_errors(alpha, d_chain)
+    order = np.sort(conf)
+    wrong_sorted = np.sort(conf[wrong])
+    cand = np.unique(conf)
+    n_dec = np.searchsorted(order, cand, side="right")
+    n_wrong = np.searchsorted(wrong_sorted, cand, side="right")
+    err_bound = cp_upper_each(n_wrong, n_dec, d_chain)
+    # At the class-only threshold: what the side would decide without the precision guarantee.
+    c_dec = int(np.searchsorted(order, class_conf, side="right"))
+    c_wrong = int(np.searchsorted(wrong_sorted, class_conf, side="right"))
+    c_bound = None if c_dec == 0 else round(1.0 - float(cp_upper_each(c_wrong, c_dec, d_chain)), 6)
+    c_thr = class_conf if side == "accept" else -class_conf
+    needed, more = _precision_needed(c_wrong, c_dec, n_all, alpha, d_chain)
+
+    def result(reason: str | None, chosen: float | None, dec: int, wrong_n: int, bound: float | None) -> PrecisionFit:
+        return PrecisionFit(
+            precision_min,
+            delta,
+            dec,
+            dec - wrong_n,
+            bound,
+            float(c_thr),
+            c_dec,
+            c_dec - c_wrong,
+            c_bound,
+            min_dec,
+            chosen is None or chosen < class_conf,
+            reason,
+            needed,
+            more,
+        )
+
+    agree_text = f"of the {c_dec} {decisions} the class target alone allows, {c_dec - c_wrong} agree with people" + (
+        "" if c_bound is None else f" (precision bound {c_bound:.2f})"
+    )
+    certified = np.zeros(cand.size, dtype=bool)
+    first_failure: int | None = None
+    for chain in range(PRECISION_CHAINS):
+        begin = int(np.searchsorted(n_dec, min_dec * 2**chain, side="left"))
+        if begin >= cand.size:
+            break
+        passed = err_bound[begin:] <= alpha
+        stop = begin + (int(np.argmin(passed)) if not passed.all() else passed.size)
+        certified[begin:stop] = True
+        if stop == begin and first_failure is None:
+            first_failure = begin
+    usable = np.nonzero(certified & (cand <= class_conf))[0]
+    if usable.size == 0:
+        if c_dec < min_dec:
+            reason = (
+                f"{agree_text}: fewer than the {min_dec} {decisions} needed to certify precision >= "
+                f"{precision_min:g} at delta {delta:g} even if people agreed with all"
+            )
+        elif first_failure is not None:
+            f = first_failure
+            reason = (
+                f"{agree_text}; the {int(n_dec[f])} most confident already include {int(n_wrong[f])} that people "
+                f"disagree with (bound {1 - float(err_bound[f]):.2f} < {precision_min:g}): escalated"
+            )
+        else:
+            reason = f"{agree_text}: precision >= {precision_min:g} not certified at delta {delta:g}: escalated"
+        return result(reason, None, 0, 0, None), None
+    j = int(usable[-1])
+    chosen = float(cand[j])
+    dec, wrong_n = int(n_dec[j]), int(n_wrong[j])
+    bound = round(1.0 - float(err_bound[j]), 6)
+    narrowed: str | None = None
+    if chosen < class_conf:
+        narrowed = (
+            f"{agree_text}; precision >= {precision_min:g} is certified up to {dec} {decisions}, "
+            f"{dec - wrong_n} of which agree (bound {bound:.2f}): narrowed to those"
+        )
+    return result(narrowed, chosen, dec, wrong_n, bound), chosen
+
+
+def _precision_needed(
+    wrong: int, decided: int, n_all: int, alpha: float, delta: float
+) -> tuple[int | None, int | None]:
+    """Labelled items in all that would certify the precision seen at the class-only threshold (at its share
+    of decisions and its disagreement rate); None when that rate misses the target."""
+    if decided == 0 or n_all == 0:
+        return None, None
+    need_dec = _needed(wrong / decided, alpha, delta, decided)
+    if need_dec is None:
+        return None, None
+    need = math.ceil(need_dec * n_all / decided)
+    return need, max(0, need - n_all)
 
 
 def _more_data(
@@ -274,11 +453,20 @@ def fit_tier(
     delta: float = DEFAULT_DELTA,
     joint: bool = False,
     eligible: Sequence[bool] | None = None,
+    precision_accept_min: float | None = DEFAULT_PRECISION_MIN,
+    precision_reject_min: float | None = DEFAULT_PRECISION_MIN,
 ) -> TierFit:
-    """Both thresholds of one tier (see the module docstring for what is guaranteed)."""
-    d = delta / 2 if joint else delta
-    acc = fit_side(scores, rejected, "accept", fnr_max, d, eligible=eligible)
-    rej = fit_side(scores, rejected, "reject", fpr_max, d, eligible=eligible)
+    """Both thresholds of one tier (see the module docstring for what is guaranteed).
+
+    ``precision_*_min`` None: that side certifies only its class rate (the guarantee before precision)."""
+    targets = 2 + (precision_accept_min is not None) + (precision_reject_min is not None)
+    d = delta / targets if joint else delta
+    acc = fit_side(
+        scores, rejected, "accept", fnr_max, d, eligible=eligible, precision_min=precision_accept_min, precision_delta=d
+    )
+    rej = fit_side(
+        scores, rejected, "reject", fpr_max, d, eligible=eligible, precision_min=precision_reject_min, precision_delta=d
+    )
     s, y = _as_arrays(scores, rejected)
     ok = np.ones(len(s), dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
     decisions = [decide(v, acc.threshold, rej.threshold) if o else "escalate" for v, o in zip(s, ok, strict=True)]

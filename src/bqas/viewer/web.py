@@ -183,6 +183,40 @@ def _risk_charts(run: Run) -> list[dict[str, Any]]:
     return charts
 
 
+def _guarantees(run: Run) -> dict[str, Any]:
+    """What the run's calibration profiles guarantee, one line per tier and side, and how many of the run's
+    automatic decisions on labelled samples people agree with (the run summary's trust figures)."""
+    from bqas.cli.calibrate_fit import precision_line
+    from bqas.trust.summary import side_statement
+
+    config = run.config if isinstance(run.config, Mapping) else {}
+    rows = []
+    for brief in config.get("profile_briefs") or []:
+        if not isinstance(brief, Mapping):
+            continue
+        for tier in brief.get("tiers") or []:
+            if isinstance(tier, Mapping):
+                rows.append(
+                    {
+                        "judge": str(brief.get("judge")),
+                        "profile": str(brief.get("id")),
+                        "tier": str(tier.get("tier")),
+                        "accept": side_statement(tier, "accept"),
+                        "reject": side_statement(tier, "reject"),
+                    }
+                )
+    summary = run.summary if isinstance(run.summary, Mapping) else {}
+    trust = summary.get("trust")
+    if not isinstance(trust, Mapping):
+        trust = {}
+    agreement = [
+        precision_line(side, row)
+        for side, row in (trust.get("agreement") or {}).items()
+        if isinstance(row, Mapping) and row.get("decided")
+    ]
+    return {"tiers": rows, "agreement": agreement}
+
+
 def _dimension_rows(record: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     """Measured dimensions with their tier values; the names of those not measured (shown as one line)."""
     rows, not_measured = [], []
@@ -317,6 +351,7 @@ def viewer_router(
             tags=agg["tags"],
             histogram=histogram_chart(agg["histogram"], SCALE_100, "composite score", x_title="composite score"),
             risk_charts=_risk_charts(run),
+            guarantees=_guarantees(run),
             others=others[:50],
             sort_links={s: _query(values, sort=s) for s in query.SORTS},
             settled=table is SettledRow,
