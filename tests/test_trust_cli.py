@@ -56,7 +56,13 @@ def test_fit_bad_lines_are_named_and_too_little_data_exits_1(tmp_path: Path, bqa
     r = _invoke("fit", "--gold", str(gold), "--judge", "rag_privacy", "--out", str(out))
     assert f"{gold}:2:" in r.output and f"{gold}:3: expected.verdict" in r.output
     assert r.exit_code == 1 and "no coverage certified" in r.output and "needed to certify" in r.output
+    # Said up front, before the judging and the fit: what these labels can certify at all.
+    said = r.output.index("with 1 reject the tightest certifiable FNR bound is 90.0 %")
+    assert said < r.output.index("profile rag_privacy-")
+    assert "FNR <= 0.02 needs >= 114 rejects (113 more); auto-accept cannot be certified" in r.output
+    assert "suggested targets these labels can support: --fnr-max 0.9 --fpr-max 0.9" in r.output
     profile = json.loads(out.read_text(encoding="utf-8"))
+    assert profile["data"]["preflight"]["suggested"] == {"fnr_max": 0.9, "fpr_max": 0.9}
     assert profile["coverage"]["decided"] == 0.0 and profile["data"]["n"] == 2
 
 

@@ -161,6 +161,15 @@ def fit_cmd(
     if spec.kind != "grader" or spec.scoring is None:
         raise _fail(f"judge {judge!r} is a {spec.kind}; a profile needs a grader with a verdict")
     gold_set = load_gold_any(gold, spec, maps, default_language, limit)
+    targets = Targets(
+        fnr_max=fnr_max,
+        fpr_max=fpr_max,
+        delta=delta,
+        offline_share=offline_share,
+        joint=joint,
+        precision_accept_min=precisions["--precision-min-accept"],
+        precision_reject_min=precisions["--precision-min-reject"],
+    )
     # Fitting the LLM tier needs fresh replies with log-probabilities: the cache is not read.
     overrides = LLMOverrides(base_url=base_url, model=model, cache=False)
     request = EngineRequest(settings=settings, language=default_language, overrides=overrides)
@@ -168,7 +177,11 @@ def fit_cmd(
         config = JudgeConfig(backend, backend)
         from bqas.calibration.evaluate import engine_for
 
-        engine_for(config, request)  # fail early (no LLM configured) before judging anything
+        tiers = engine_for(config, request).tiers  # fail early (no LLM configured) before judging anything
+        # Before the (possibly long) judging: what these labels can certify at all.
+        before = _preflight(spec, gold_set, targets, tiers)
+        for line in before["lines"]:
+            typer.echo(line, err=as_json)
         outcomes, _, used_model = _run(config, request, judge, gold_set, concurrency, samples)
     except ValueError as exc:
         raise _fail(str(exc)) from None
@@ -183,17 +196,9 @@ def fit_cmd(
         prompt_hashes=prompt_hashes(spec) if backend != "offline" else {},
         offline_model=off_model if backend != "llm" else None,
     )
-    targets = Targets(
-        fnr_max=fnr_max,
-        fpr_max=fpr_max,
-        delta=delta,
-        offline_share=offline_share,
-        joint=joint,
-        precision_accept_min=precisions["--precision-min-accept"],
-        precision_reject_min=precisions["--precision-min-reject"],
-    )
     profile = fit_profile(items, judge=judge, config=profile_config, targets=targets, source=str(gold), score=score)  # type: ignore[arg-type]
     profile.data["unlabelled"] = unlabelled
+    profile.data["preflight"] = {k: v for k, v in before.items() if k != "lines"}
     out.parent.mkdir(parents=True, exist_ok=True)
     profile.dump(out)
     if as_json:
@@ -204,6 +209,34 @@ def fit_cmd(
     if profile.coverage["decided"] == 0:
         typer.echo("no coverage certified (see the reasons above)", err=True)
         raise typer.Exit(1)
+
+
+def _preflight(spec: JudgeSpec, gold: GoldSet, targets: Any, engine_tiers: tuple[bool, bool]) -> dict[str, Any]:
+    """What the gold labels can certify for these targets (see bqas.trust.preflight), before judging."""
+    from bqas.calibration.report import human_reject
+    from bqas.trust.preflight import preflight
+
+    assert spec.scoring is not None
+    labels = [human_reject(s.labels, spec.scoring.gates) for s in gold.samples]
+    n_reject = sum(1 for x in labels if x is True)
+    n_accept = sum(1 for x in labels if x is False)
+    use_offline, use_llm = engine_tiers
+    tiers: tuple[tuple[str, float], ...] = (
+        (("offline", targets.offline_share), ("llm", 1.0 - targets.offline_share))
+        if use_offline and use_llm
+        else (("offline" if use_offline else "llm", 1.0),)
+    )
+    return preflight(
+        n_reject,
+        n_accept,
+        fnr_max=targets.fnr_max,
+        fpr_max=targets.fpr_max,
+        delta=targets.delta,
+        joint=targets.joint,
+        precision_accept_min=targets.precision_accept_min,
+        precision_reject_min=targets.precision_reject_min,
+        tiers=tiers,
+    )
 
 
 def _run(config: Any, request: Any, judge: str, gold: GoldSet, concurrency: int, samples: int) -> Any:
