@@ -171,7 +171,6 @@ class OpenAIClient(TargetClient):
             reply.fields = _judge_fields(mapped, tuple(k for k in t.outputs if k == "response"), t.outputs)
         else:
             reply.fields = {"response": content}
-        conversation.messages += [{"role": "user", "content": text}, {"role": "assistant", "content": content}]
 
 
 class HTTPClient(TargetClient):

@@ -113,12 +113,13 @@ class TargetStage:
                     replies.append((sample.sample_id, index, reply.stored()))
             text = _user_text(self.target, data)
             answer = (reply.fields.get("response") if reply is not None else data.get("response")) or ""
+            said = _said(reply, answer)
             if reply is not None and reply.error is None:
                 conversation.remote_id = reply.conversation_id or conversation.remote_id
             if self.target is not None and self.target.type == "openai" and (reply is None or reply.error is None):
                 conversation.messages += [
                     {"role": "user", "content": text},
-                    {"role": "assistant", "content": str(answer)},
+                    {"role": "assistant", "content": said},
                 ]
             dialogue += [f"user: {text}", f"assistant: {answer}"]
             if reply is not None and reply.error is not None and broken is None:
@@ -127,7 +128,14 @@ class TargetStage:
                 broken = f"turn {index} could not be sent"
             if item is not None:
                 outcome[index] = (reply, problem, list(dialogue))
-        return self._assemble(group, judged, outcome, replies, len(history), conversational=len(sequence) > 1)
+        answered = self._assemble(group, judged, outcome, replies, len(history), conversational=len(sequence) > 1)
+        for work in answered.judge:  # the stored reply's key, for the viewer's raw reply
+            if work.target is not None:
+                work.target["sample_id"] = sample.sample_id
+        for work, _, _ in answered.failed:
+            if work.target is not None:
+                work.target["sample_id"] = sample.sample_id
+        return answered
 
     def _assemble(
         self,
@@ -189,6 +197,20 @@ class TargetStage:
 
     def _kind(self) -> str:
         return self.target.type if self.target is not None else "reused"
+
+
+def _said(reply: TargetReply | None, answer: Any) -> str:
+    """What the assistant said in a turn, as the next request's history: its whole message for an openai
+    target (``outputs`` may have picked a part of it), else the answer."""
+    if reply is not None and reply.kind == "openai" and reply.raw:
+        import orjson
+
+        try:
+            message = orjson.loads(reply.raw)["choices"][0]["message"]["content"]
+        except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
+            return str(answer)
+        return message if isinstance(message, str) else str(answer)
+    return str(answer)
 
 
 def _user_text(target: Target | None, data: dict[str, Any]) -> str:

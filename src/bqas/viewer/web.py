@@ -233,6 +233,21 @@ def _dimension_rows(record: Mapping[str, Any]) -> tuple[list[dict[str, Any]], li
     return rows, not_measured
 
 
+def _target_view(store: Store, run_id: str, record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the assistant under test answered for this result: the record's figures and the stored raw reply."""
+    brief = record.get("target")
+    if not isinstance(brief, Mapping):
+        return None
+    raw: str | None = None
+    truncated = False
+    sample, turn = brief.get("sample_id"), brief.get("turn")
+    if isinstance(sample, str) and isinstance(turn, int):
+        stored = store.target_replies(run_id, sample).get(turn)
+        if stored is not None:
+            raw, truncated = str(stored.get("raw") or ""), bool(stored.get("raw_truncated"))
+    return {"brief": brief, "raw": raw, "truncated": truncated}
+
+
 def viewer_router(
     store: Store,
     auth: Authenticator,
@@ -394,6 +409,7 @@ def viewer_router(
             session,
             run=run,
             rec=record,
+            target=_target_view(store, run.id, record),
             dims=dims,
             not_measured=not_measured,
             confidence=confidence,
