@@ -6,12 +6,18 @@
         job = bqas.wait_for_job(bqas.score_session_async(turns=[{"question": "…", "answer": "…"}], judges=["voice"]))
 
 Errors come as :class:`BQASError` with the HTTP status, the server's ``detail`` and ``Retry-After``.
+
+Async submissions (``score_async``, ``score_session_async``) carry an ``Idempotency-Key`` (a new UUID per
+call unless one is given) and are sent again with the same key when the reply is lost (a dropped
+connection, a timeout) or the service answers 503 (its database restarting): a submission that the
+service stored before its reply was lost then returns that job instead of creating a second one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,12 +103,43 @@ def _headers(api_key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"}
 
 
+SUBMIT_RETRIES = 3  # extra tries of an async submission whose reply was lost or that met a 503
+MAX_RETRY_WAIT_S = 30.0
+
+
+def _retry_wait(error: BaseException, attempt: int) -> float | None:
+    """Seconds before the next try of a submission, or None when ``error`` is final.
+
+    A lost reply (a dropped connection, a timeout) and 503 are retried: with the same idempotency key,
+    a retry can only find the first job, never make a second. Anything else (401, 409, 422 …) is final."""
+    if isinstance(error, BQASError):
+        if error.status != 503:
+            return None
+        return min(error.retry_after if error.retry_after is not None else 2.0**attempt, MAX_RETRY_WAIT_S)
+    if isinstance(error, httpx.TransportError):
+        return min(0.5 * 2.0**attempt, MAX_RETRY_WAIT_S)
+    return None
+
+
+def _submit_headers(headers: dict[str, str], idempotency_key: str | None) -> dict[str, str]:
+    return {**headers, "Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+
+
 class BQASClient:
     """Synchronous client."""
 
-    def __init__(self, base_url: str, api_key: str, *, timeout: float = 60.0, http: httpx.Client | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = 60.0,
+        http: httpx.Client | None = None,
+        submit_retries: int = SUBMIT_RETRIES,
+    ):
         self._http = http or httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout)
         self._headers = _headers(api_key)
+        self.submit_retries = submit_retries
 
     def __enter__(self) -> BQASClient:
         return self
@@ -115,6 +152,19 @@ class BQASClient:
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         return _check(self._http.post(path, json=body, headers=self._headers))
+
+    def _submit(self, path: str, body: dict[str, Any], idempotency_key: str | None) -> str:
+        headers = _submit_headers(self._headers, idempotency_key)
+        attempt = 0
+        while True:
+            try:
+                return str(_check(self._http.post(path, json=body, headers=headers))["job_id"])
+            except (BQASError, httpx.TransportError) as exc:
+                wait = _retry_wait(exc, attempt)
+                if wait is None or attempt >= self.submit_retries:
+                    raise
+            time.sleep(wait)
+            attempt += 1
 
     def score(
         self,
@@ -135,10 +185,12 @@ class BQASClient:
         judges: Sequence[str] | None = None,
         metrics: Sequence[str] | None = None,
         sample: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
         **options: Any,
     ) -> str:
-        """Queue one sample (``POST /api/score/async``); returns the job id."""
-        return str(self._post("/api/score/async", _body(judges, metrics, sample, options))["job_id"])
+        """Queue one sample (``POST /api/score/async``); returns the job id. ``idempotency_key``: the
+        submission's key (default: a new UUID; give your own to make retries across processes safe)."""
+        return self._submit("/api/score/async", _body(judges, metrics, sample, options), idempotency_key)
 
     def score_session_async(
         self,
@@ -147,12 +199,14 @@ class BQASClient:
         judges: Sequence[str] | None = None,
         metrics: Sequence[str] | None = None,
         sample: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
         **options: Any,
     ) -> str:
-        """Queue a session (``POST /api/score/session_async``); returns the job id."""
+        """Queue a session (``POST /api/score/session_async``); returns the job id (``idempotency_key`` as
+        for :meth:`score_async`)."""
         body = _body(judges, metrics, sample, options)
         body["turns"] = [dict(t) for t in turns]
-        return str(self._post("/api/score/session_async", body)["job_id"])
+        return self._submit("/api/score/session_async", body, idempotency_key)
 
     def job(self, job_id: str) -> Job:
         """The job's state (``GET /api/jobs/{id}``)."""
@@ -173,9 +227,18 @@ class BQASClient:
 class AsyncBQASClient:
     """Asynchronous client (same methods, awaitable)."""
 
-    def __init__(self, base_url: str, api_key: str, *, timeout: float = 60.0, http: httpx.AsyncClient | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = 60.0,
+        http: httpx.AsyncClient | None = None,
+        submit_retries: int = SUBMIT_RETRIES,
+    ):
         self._http = http or httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout)
         self._headers = _headers(api_key)
+        self.submit_retries = submit_retries
 
     async def __aenter__(self) -> AsyncBQASClient:
         return self
@@ -188,6 +251,19 @@ class AsyncBQASClient:
 
     async def _post(self, path: str, body: dict[str, Any]) -> Any:
         return _check(await self._http.post(path, json=body, headers=self._headers))
+
+    async def _submit(self, path: str, body: dict[str, Any], idempotency_key: str | None) -> str:
+        headers = _submit_headers(self._headers, idempotency_key)
+        attempt = 0
+        while True:
+            try:
+                return str(_check(await self._http.post(path, json=body, headers=headers))["job_id"])
+            except (BQASError, httpx.TransportError) as exc:
+                wait = _retry_wait(exc, attempt)
+                if wait is None or attempt >= self.submit_retries:
+                    raise
+            await asyncio.sleep(wait)
+            attempt += 1
 
     async def score(
         self,
@@ -207,10 +283,11 @@ class AsyncBQASClient:
         judges: Sequence[str] | None = None,
         metrics: Sequence[str] | None = None,
         sample: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
         **options: Any,
     ) -> str:
-        """Queue one sample; returns the job id."""
-        return str((await self._post("/api/score/async", _body(judges, metrics, sample, options)))["job_id"])
+        """Queue one sample; returns the job id (see :meth:`BQASClient.score_async`)."""
+        return await self._submit("/api/score/async", _body(judges, metrics, sample, options), idempotency_key)
 
     async def score_session_async(
         self,
@@ -219,12 +296,13 @@ class AsyncBQASClient:
         judges: Sequence[str] | None = None,
         metrics: Sequence[str] | None = None,
         sample: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
         **options: Any,
     ) -> str:
-        """Queue a session; returns the job id."""
+        """Queue a session; returns the job id (see :meth:`BQASClient.score_async`)."""
         body = _body(judges, metrics, sample, options)
         body["turns"] = [dict(t) for t in turns]
-        return str((await self._post("/api/score/session_async", body))["job_id"])
+        return await self._submit("/api/score/session_async", body, idempotency_key)
 
     async def job(self, job_id: str) -> Job:
         """The job's state."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import orjson
-from fastapi import Depends, FastAPI, HTTPException, Request, Security
+from fastapi import Depends, FastAPI, Header, HTTPException, Request, Security
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
@@ -33,7 +33,7 @@ from bqas.review.settings import get_review_settings
 from bqas.review.web import review_router
 from bqas.service.config import ServiceSettings
 from bqas.service.errors import install_error_handlers
-from bqas.service.jobs import status_view, submit
+from bqas.service.jobs import status_view, submit, submit_once
 from bqas.service.limits import BodySizeLimit, RateLimiter, retry_after_header
 from bqas.service.metrics import CONTENT_TYPE_LATEST, MetricsMiddleware, ServiceMetrics
 from bqas.service.models import (
@@ -49,7 +49,7 @@ from bqas.service.scoring import LLMUnavailable, RequestProblem, ScoreCall, Scor
 from bqas.service.worker import JobWorker
 from bqas.settings import Settings, get_settings
 from bqas.store.db import Store, open_store
-from bqas.store.service import get_job, ping
+from bqas.store.service import IdempotencyConflict, get_job, ping
 from bqas.viewer.web import viewer_router
 
 DOCS_STATIC = "/docs/static"
@@ -133,6 +133,28 @@ async def tenant_of(
 
 
 Tenant = Annotated[str, Depends(tenant_of)]
+
+IDEMPOTENCY_HELP = (
+    "Optional: any text of 1-255 visible ASCII characters (a UUID) that names this submission. A retry "
+    "with the same key (after a timeout or a lost reply) gets the job the first submission created, not a "
+    "second job, for BQAS_IDEMPOTENCY_RETENTION_SECONDS (24 h); the same key with a different body is 409."
+)
+IdempotencyKeyHeader = Annotated[
+    str | None, Header(alias="Idempotency-Key", description=IDEMPOTENCY_HELP, max_length=255)
+]
+
+
+def _idempotency_problem(key: str) -> JSONResponse | None:
+    if key and all(0x21 <= ord(c) <= 0x7E for c in key):
+        return None
+    detail = [
+        {
+            "loc": ["header", "Idempotency-Key"],
+            "msg": "expected 1-255 visible ASCII characters (letters, digits, punctuation; no spaces)",
+            "type": "value_error",
+        }
+    ]
+    return JSONResponse(status_code=422, content={"detail": detail})
 
 
 def _problem(exc: RequestProblem) -> JSONResponse:
@@ -301,8 +323,10 @@ def create_app(
             state.feed.put(tenant, records, call.fields)  # reviewed in the background, off the request path
         return FastJSON(records)
 
-    async def _submit(body: ScoreRequest, tenant: str) -> Response:
+    async def _submit(body: ScoreRequest, tenant: str, idempotency_key: str | None) -> Response:
         backend, judge_language = _resolve(state, body)
+        if idempotency_key is not None and (problem := _idempotency_problem(idempotency_key)) is not None:
+            return problem
         try:
             if isinstance(body, SessionScoreRequest):
                 if len(body.turns) > state.service.max_turns:
@@ -316,9 +340,44 @@ def create_app(
                 state.scorer.check(body.fields(), body.judges, body.metrics, backend)
         except RequestProblem as exc:
             return _problem(exc)
-        job_id = await run_in_threadpool(
-            submit, state.store, tenant, body, backend=backend, judge_language=judge_language, language=body.language
-        )
+        if idempotency_key is None:
+            job_id = await run_in_threadpool(
+                submit,
+                state.store,
+                tenant,
+                body,
+                backend=backend,
+                judge_language=judge_language,
+                language=body.language,
+            )
+            created = True
+        else:
+            try:
+                job_id, created = await run_in_threadpool(
+                    submit_once,
+                    state.store,
+                    tenant,
+                    body,
+                    key=idempotency_key,
+                    retention_seconds=state.service.idempotency_retention_seconds,
+                    backend=backend,
+                    judge_language=judge_language,
+                    language=body.language,
+                )
+            except IdempotencyConflict as exc:
+                return JSONResponse(
+                    status_code=409,
+                    content={
+                        "detail": f"{exc}; use a new key for a new request",
+                        "error": "idempotency_key_reused",
+                        "job_id": exc.job_id,
+                    },
+                )
+        if not created:  # a retry: the first submission's job, as it stands now
+            job = await run_in_threadpool(get_job, state.store, job_id, tenant)
+            status = job.status if job is not None else "queued"
+            accepted = JobAccepted(job_id=job_id, status=status, status_url=f"/api/jobs/{job_id}")  # type: ignore[arg-type]
+            return JSONResponse(status_code=202, content=accepted.model_dump(), headers={"Idempotent-Replayed": "true"})
         if state.worker is not None:
             state.worker.wake()
         accepted = JobAccepted(job_id=job_id, status="queued", status_url=f"/api/jobs/{job_id}")
@@ -328,24 +387,30 @@ def create_app(
         "/api/score/async",
         operation_id="score_async",
         summary="Queue one sample for scoring",
-        description="Same body as /api/score; answers 202 with a job id. Poll GET /api/jobs/{job_id}.",
+        description="Same body as /api/score; answers 202 with a job id. Poll GET /api/jobs/{job_id}. "
+        "Send an Idempotency-Key header so that a retry cannot create a second job.",
         status_code=202,
         response_model=JobAccepted,
+        responses={409: {"description": "the Idempotency-Key was used for a different request"}},
     )
-    async def score_async(body: ScoreRequest, tenant: Tenant) -> Response:
-        return await _submit(body, tenant)
+    async def score_async(body: ScoreRequest, tenant: Tenant, idempotency_key: IdempotencyKeyHeader = None) -> Response:
+        return await _submit(body, tenant, idempotency_key)
 
     @app.post(
         "/api/score/session_async",
         operation_id="score_session_async",
         summary="Queue a conversation for scoring",
         description="Scores every turn with the same judges/metrics; the finished job has per-turn results "
-        "and an aggregate (mean composite, worst verdict, escalation count). Answers 202 with a job id.",
+        "and an aggregate (mean composite, worst verdict, escalation count). Answers 202 with a job id. "
+        "Send an Idempotency-Key header so that a retry cannot create a second job.",
         status_code=202,
         response_model=JobAccepted,
+        responses={409: {"description": "the Idempotency-Key was used for a different request"}},
     )
-    async def score_session_async(body: SessionScoreRequest, tenant: Tenant) -> Response:
-        return await _submit(body, tenant)
+    async def score_session_async(
+        body: SessionScoreRequest, tenant: Tenant, idempotency_key: IdempotencyKeyHeader = None
+    ) -> Response:
+        return await _submit(body, tenant, idempotency_key)
 
     @app.get(
         "/api/jobs/{job_id}",

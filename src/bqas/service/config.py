@@ -36,6 +36,9 @@ class ServiceSettings(BaseSettings):
     job_retry_delay: float = Field(default=2.0, ge=0)  # seconds before the first retry; doubles each time
     job_lease_seconds: float = Field(default=30.0, gt=0)
     job_poll_seconds: float = Field(default=0.5, gt=0)
+    # How long an Idempotency-Key of an async submission binds its first job (a retry within it gets that
+    # job; after it, the key starts a new one).
+    idempotency_retention_seconds: float = Field(default=86_400.0, gt=0)
     worker_concurrency: int = Field(default=4, ge=1)  # jobs processed at once per process
     turn_concurrency: int = Field(default=4, ge=1)  # turns of one job scored at once
     # Tenants: keys in the store (``bqas keys create``) and, optionally, a YAML file {tenant: [key, ...]}.

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
+
+import orjson
 
 from bqas.service.models import JobStatus, ScoreRequest, SessionScoreRequest
 from bqas.service.scoring import ScoreCall
 from bqas.store.db import Store
-from bqas.store.service import JobView, create_job, job_items
+from bqas.store.service import JobView, create_job, create_job_once, job_items
 
 
 def job_payload(request: ScoreRequest, *, backend: str, judge_language: str, language: str | None) -> dict[str, Any]:
@@ -32,6 +35,42 @@ def submit(
     total = len(request.turns) if isinstance(request, SessionScoreRequest) else 1
     payload = job_payload(request, backend=backend, judge_language=judge_language, language=language)
     return create_job(store, tenant, kind, payload, total)
+
+
+def request_hash(request: ScoreRequest) -> str:
+    """What makes two submissions "the same request" for an idempotency key: the endpoint and the body as
+    parsed (``"judges": "voice"`` and ``["voice"]`` are the same request), not its bytes."""
+    kind = "session" if isinstance(request, SessionScoreRequest) else "score"
+    canonical = orjson.dumps({"kind": kind, "body": request.model_dump(mode="json")}, option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def submit_once(
+    store: Store,
+    tenant: str,
+    request: ScoreRequest,
+    *,
+    key: str,
+    retention_seconds: float,
+    backend: str,
+    judge_language: str,
+    language: str | None,
+) -> tuple[str, bool]:
+    """:func:`submit` under an idempotency key: (job id, True) for a new job, (the first submission's job
+    id, False) for a repeat; IdempotencyConflict when the key came with another request before."""
+    kind = "session" if isinstance(request, SessionScoreRequest) else "score"
+    total = len(request.turns) if isinstance(request, SessionScoreRequest) else 1
+    payload = job_payload(request, backend=backend, judge_language=judge_language, language=language)
+    return create_job_once(
+        store,
+        tenant,
+        kind,
+        payload,
+        total,
+        key=key,
+        request_hash=request_hash(request),
+        retention_seconds=retention_seconds,
+    )
 
 
 def job_calls(job: JobView) -> list[ScoreCall]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Any
 
 from bqas.logs import get_logger
@@ -21,9 +22,19 @@ from bqas.service.jobs import job_calls
 from bqas.service.metrics import ServiceMetrics
 from bqas.service.scoring import LLMUnavailable, RequestProblem, ScoreCall, Scorer, aggregate, bind_tenant
 from bqas.store.db import Store, database_unavailable
-from bqas.store.service import JobView, add_item, claim_job, done_seqs, finish_job, job_items, renew_lease
+from bqas.store.service import (
+    JobView,
+    add_item,
+    claim_job,
+    done_seqs,
+    finish_job,
+    job_items,
+    purge_idempotency_keys,
+    renew_lease,
+)
 
 log = get_logger("bqas.service.worker")
+PURGE_EVERY_S = 600.0  # expired idempotency keys are deleted by an idle worker at most this often
 
 
 class LeaseLost(RuntimeError):
@@ -75,11 +86,15 @@ class JobWorker:
         """Claim and process jobs until ``stop`` is set."""
         slots = asyncio.Semaphore(self.service.worker_concurrency)
         tasks: set[asyncio.Task[None]] = set()
+        purged = 0.0
         try:
             while not stop.is_set():
                 await slots.acquire()
                 job = await self._claim()
                 if job is None:
+                    if time.monotonic() - purged > PURGE_EVERY_S:  # idle: forget expired idempotency keys
+                        purged = time.monotonic()
+                        await self._purge()
                     slots.release()
                     self._wake.clear()
                     with contextlib.suppress(TimeoutError):
@@ -112,6 +127,12 @@ class JobWorker:
         except Exception:  # a database hiccup must not kill the loop; try again at the next poll
             log.exception("claiming a job failed")
             return None
+
+    async def _purge(self) -> None:
+        try:
+            await asyncio.to_thread(purge_idempotency_keys, self.store)
+        except Exception:  # a database hiccup: the next idle moment tries again
+            log.exception("purging expired idempotency keys failed")
 
     async def _guarded(self, job: JobView, slots: asyncio.Semaphore) -> None:
         try:

@@ -29,6 +29,7 @@ from sqlalchemy import (
     String,
     UniqueConstraint,
     and_,
+    delete,
     func,
     or_,
     select,
@@ -96,6 +97,27 @@ class JobItem(Base):
     records: Mapped[dict[str, Any]] = mapped_column(RedactedJSON)  # {"turn": seq, "results": [record, ...]}
     worker: Mapped[str | None] = mapped_column(String(100), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class IdempotencyKey(Base):
+    """The job a tenant's ``Idempotency-Key`` created, with the hash of the request it came with.
+
+    Only the SHA-256 of the key is kept (a client's key is opaque text of its own choosing). A row older
+    than the retention window no longer binds the key: it is replaced by the next submission with it."""
+
+    __tablename__ = "service_idempotency_keys"
+    __table_args__ = (
+        UniqueConstraint("tenant", "key_hash", name="uq_service_idempotency_tenant_key"),
+        Index("ix_service_idempotency_expires", "expires_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tenant: Mapped[str] = mapped_column(String(100))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    request_hash: Mapped[str] = mapped_column(String(64))
+    job_id: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[float] = mapped_column(Float)  # epoch seconds: the end of the retention window
 
 
 @dataclass(frozen=True)
@@ -193,26 +215,93 @@ def new_job_id() -> str:
     return "j-" + secrets.token_hex(12)
 
 
+def _new_job(job_id: str, tenant: str, kind: str, request: dict[str, Any], total: int) -> Job:
+    stamp = now()
+    return Job(
+        id=job_id,
+        tenant=tenant,
+        kind=kind,
+        status="queued",
+        request=request,
+        total=total,
+        done=0,
+        claims=0,
+        created_at=stamp,
+        updated_at=stamp,
+    )
+
+
 def create_job(store: Store, tenant: str, kind: str, request: dict[str, Any], total: int) -> str:
     """Queue a job and return its id."""
     job_id = new_job_id()
-    stamp = now()
     with store.session.begin() as s:
-        s.add(
-            Job(
-                id=job_id,
-                tenant=tenant,
-                kind=kind,
-                status="queued",
-                request=request,
-                total=total,
-                done=0,
-                claims=0,
-                created_at=stamp,
-                updated_at=stamp,
-            )
-        )
+        s.add(_new_job(job_id, tenant, kind, request, total))
     return job_id
+
+
+class IdempotencyConflict(ValueError):
+    """The idempotency key was used before, within the retention window, for a different request."""
+
+    def __init__(self, job_id: str):
+        super().__init__(f"the Idempotency-Key was used for a different request (job {job_id})")
+        self.job_id = job_id
+
+
+def create_job_once(
+    store: Store,
+    tenant: str,
+    kind: str,
+    request: dict[str, Any],
+    total: int,
+    *,
+    key: str,
+    request_hash: str,
+    retention_seconds: float,
+) -> tuple[str, bool]:
+    """Queue a job unless ``tenant`` already submitted one with ``key`` within the retention window:
+    (job id, True) for a new job, (the first job's id, False) for a repeat of the same request.
+
+    IdempotencyConflict when the key came with a different request (``request_hash``). The key's row and
+    the job are written in one transaction, and the key's unique index decides between two submissions
+    that arrive at once (on two replicas): the second waits for the first to commit and then finds it."""
+    key_hash = hash_key(key)
+    insert = store.insert()
+    for _ in range(2):  # a second round only after an expired row was removed
+        job_id = new_job_id()
+        stmt = (
+            insert(IdempotencyKey)
+            .values(
+                tenant=tenant,
+                key_hash=key_hash,
+                request_hash=request_hash,
+                job_id=job_id,
+                created_at=now(),
+                expires_at=time.time() + retention_seconds,
+            )
+            .on_conflict_do_nothing(index_elements=["tenant", "key_hash"])
+            .returning(IdempotencyKey.id)
+        )
+        with store.session.begin() as s:
+            if s.execute(stmt).first() is not None:
+                s.add(_new_job(job_id, tenant, kind, request, total))
+                return job_id, True
+            row = s.scalars(
+                select(IdempotencyKey).where(IdempotencyKey.tenant == tenant, IdempotencyKey.key_hash == key_hash)
+            ).one()
+            if row.expires_at < time.time():  # outside the retention window: the key is free again
+                s.delete(row)
+                continue
+            if row.request_hash != request_hash:
+                raise IdempotencyConflict(row.job_id)
+            return row.job_id, False
+    raise RuntimeError("idempotency key: could not claim the key")  # pragma: no cover - a racing expiry twice
+
+
+def purge_idempotency_keys(store: Store) -> int:
+    """Forget idempotency keys whose retention window has ended; returns how many."""
+    with store.session.begin() as s:
+        result = s.execute(delete(IdempotencyKey).where(IdempotencyKey.expires_at < time.time()))
+        return int(getattr(result, "rowcount", 0) or 0)
 
 
 def get_job(store: Store, job_id: str, tenant: str | None = None) -> JobView | None:
