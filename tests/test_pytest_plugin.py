@@ -122,6 +122,44 @@ def test_llm(bqas_judge):
     assert len(runs) == 1 and runs[0]["total"] == 1
 
 
+def test_plugin_asks_the_target_of_bqas_target(
+    team: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bqas.demo.assistant import build_app
+    from target_support import ServedApp
+
+    team.makepyfile(
+        test_assistant="""
+def test_one_turn(bqas_judge):
+    j = bqas_judge("voice", {"id": "a1", "user_input": "Erinnere mich morgen an die Konferenz",
+                             "expected_intent": "reminder"})
+    assert j.record["target"]["status"] == 200, j
+    assert j.record["inputs"]["detected_intent"] == "reminder", j
+
+def test_conversation(bqas_judge):
+    b = bqas_judge.batch("voice", [{"id": "c", "expected_intent": "reminder",
+                                    "turns": [{"user_input": "Erinnere mich an A"}, {"user_input": "Erinnere mich an B"}]}])
+    assert [j.record["response_id"] for j in b.judgments] == ["c#0", "c#1"]
+"""
+    )
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    with ServedApp(build_app()) as demo:
+        target = json.dumps(
+            {
+                "type": "http",
+                "url": f"{demo.url}/chat",
+                "body": {"text": "{user_input}"},
+                "outputs": {"response": "$.answer", "detected_intent": "$.intent.name"},
+            }
+        )
+        result = team.runpytest_subprocess(
+            *ONLY, "test_assistant.py", "--bqas-backend", "offline", "--bqas-target", target
+        )
+    result.assert_outcomes(passed=2)
+    runs = _runs()
+    assert len(runs) == 1 and runs[0]["total"] == 3
+
+
 def test_plugin_does_nothing_unless_used(team: pytest.Pytester, tmp_path: Path) -> None:
     team.makepyfile(test_plain="def test_plain():\n    assert 1 + 1 == 2\n")
     # Autoloaded through the pytest11 entry point (the option is known without -p).

@@ -9,6 +9,7 @@ another run's replies instead of asking at all (and keeps a copy in this run, ma
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Container
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,7 @@ class TargetStage:
 
     def __init__(
         self,
-        store: Store,
+        store: Store | None,
         run_id: str,
         target: Target | None,
         *,
@@ -52,8 +53,9 @@ class TargetStage:
         self.client: TargetClient | None = client_for(target, max_reply_bytes) if target is not None else None
         self.concurrency = target.concurrency if target is not None else 32
         # Samples this run holds replies for already (a resumed run): read back instead of asked again.
-        self.stored = store.target_reply_samples(run_id)
-        self.reused = store.target_reply_samples(reuse_from) if reuse_from else None
+        # Without a store (the pytest plugin) nothing is stored or read back.
+        self.stored: Container[str] = store.target_reply_samples(run_id) if store is not None else ()
+        self.reused = store.target_reply_samples(reuse_from) if store is not None and reuse_from else None
 
     async def aclose(self) -> None:
         if self.client is not None:
@@ -188,6 +190,8 @@ class TargetStage:
 
     async def _stored(self, sample_id: str) -> dict[int, dict[str, Any]]:
         """The replies stored for this sample: this run's (resume), else the reused run's."""
+        if self.store is None:
+            return {}
         reused = self.reuse_from is not None and self.reused is not None and sample_id in self.reused
         if reused and self.reuse_from is not None and sample_id not in self.stored:
             return await asyncio.to_thread(self.store.target_replies, self.reuse_from, sample_id)

@@ -52,6 +52,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Write the session's BQAS run to DIR: results.jsonl, junit.xml, report.html.",
     )
     group.addoption("--bqas-language", default=None, help="Prompt language of bqas_judge: de, en or zh.")
+    group.addoption(
+        "--bqas-target",
+        default=None,
+        metavar="FILE|YAML",
+        help="The assistant under test (a YAML file with a target: block, or inline YAML; docs/targets.md): "
+        "bqas_judge sends it every sample without a response and judges its answer.",
+    )
 
 
 @dataclass
@@ -135,6 +142,7 @@ class _Session:
     config: pytest.Config
     records: list[dict[str, Any]] = field(default_factory=list)
     _engine: Any = None
+    _targets: Any = None
     _loop: Any = None
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -187,9 +195,20 @@ class _Session:
         async def all_of() -> list[dict[str, Any]]:
             import asyncio
 
-            return list(await asyncio.gather(*(judge_one(engine, scenario, self.run_id(), w) for w in works)))
+            targets = self.targets()
+            if targets is None:
+                return list(await asyncio.gather(*(judge_one(engine, scenario, self.run_id(), w) for w in works)))
+            return [
+                r
+                for rs in await asyncio.gather(*(self._asked(targets, engine, scenario, w) for w in works))
+                for r in rs
+            ]
 
         records = self.call(all_of())
+        if len(records) != len(works):  # a conversation (turns:) is judged turn by turn
+            works = [
+                WorkItem(str(r.get("response_id")), start + i, judge, works[0].item) for i, r in enumerate(records)
+            ]
         for work, record in zip(works, records, strict=True):
             record["test"] = nodeid
             record["pytest_worker"] = os.environ.get("PYTEST_XDIST_WORKER")  # gw0, gw1 … under xdist
@@ -198,7 +217,50 @@ class _Session:
         invalid = [r for r in records if r.get("status") == "invalid"]
         if invalid:
             raise ValueError("bqas_judge: invalid sample: " + "; ".join("; ".join(r["errors"]) for r in invalid))
+        failed = [r for r in records if r.get("status") == "target_error"]
+        if failed:
+            pytest.fail(
+                "bqas_judge: the assistant gave no usable answer: " + "; ".join(r["target_error"] for r in failed)
+            )
         return [Judgment(r) for r in records]
+
+    def targets(self) -> Any:
+        """The target stage of ``--bqas-target`` (None without one); nothing of it is stored but the records."""
+        option = self.config.getoption("--bqas-target")
+        if option is None:
+            return None
+        if self._targets is None:
+            from bqas.settings import get_settings
+            from bqas.targets.config import check_environment, load_target_option
+            from bqas.targets.stage import TargetStage
+
+            target = load_target_option(str(option))
+            check_environment(target)
+            self._targets = TargetStage(
+                None, self.run_id(), target, max_reply_bytes=get_settings().target_max_reply_bytes
+            )
+        return self._targets
+
+    async def _asked(self, targets: Any, engine: Any, scenario: Any, work: Any) -> list[dict[str, Any]]:
+        """One sample: the target's answer for it (turn by turn for ``turns:``), then its judgment(s)."""
+        from dataclasses import replace
+
+        from bqas.runner.execute import invalid_record, judge_one, target_error_record
+        from bqas.targets.conversation import turn_items
+
+        turns = turn_items(work.item)
+        group = [work] if turns is None else [replace(work, key=f"{t.sample_id}::{work.judge}", item=t) for t in turns]
+        answered = await targets.answer(group)
+        language = work.item.data.get("language") or scenario.language
+        out = [await judge_one(engine, scenario, self.run_id(), w) for w in answered.judge]
+        for failed, reason, is_target_error in answered.failed:
+            make = target_error_record if is_target_error else None
+            out.append(
+                make(self.run_id(), failed, reason, language)
+                if make
+                else invalid_record(self.run_id(), failed, reason, language, {})
+            )
+        return out
 
     def close(self) -> None:
         if self._loop is None:
@@ -206,6 +268,8 @@ class _Session:
         engine = self._engine
         if engine is not None and engine.llm is not None:
             self.call(engine.llm.aclose())
+        if self._targets is not None:
+            self.call(self._targets.aclose())
         self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(timeout=10)
