@@ -102,6 +102,10 @@ def test_a_database_outage_answers_503_with_retry_after_and_liveness_holds(
         assert not_ready.status_code == 503 and not_ready.json()["database"].startswith("unreachable")
         assert not_ready.headers["Retry-After"] == "7"
         assert httpx.get(f"{base}/healthz", timeout=30).status_code == 503
+        # The queue's gauges cannot be read; the scrape still answers and says so.
+        scrape = httpx.get(f"{base}/metrics", timeout=30)
+        assert scrape.status_code == 200 and "bqas_queue_up 0.0" in scrape.text
+        assert "bqas_queue_jobs{" not in scrape.text
 
         pg.start()
         back = httpx.post(f"{base}/api/score/async", json=BODY, headers=auth, timeout=30)

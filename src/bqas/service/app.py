@@ -193,6 +193,7 @@ def create_app(
 
         enable_redaction(True)  # process-wide: the store, the LLM cache and the logs mask PII
     metrics = ServiceMetrics()
+    metrics.track_queue(store)
     scorer = Scorer(settings, service, metrics)
     review = get_review_settings().review
     worker = JobWorker(store, scorer, service, metrics=metrics, review=review) if run_worker else None
@@ -464,7 +465,8 @@ def create_app(
 
     @app.get("/metrics", operation_id="metrics", include_in_schema=False)
     async def prometheus_metrics() -> Response:
-        return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+        # In the thread pool: the queue's series are read from the database at each scrape.
+        return Response(await run_in_threadpool(state.metrics.render), media_type=CONTENT_TYPE_LATEST)
 
     # The last added is the outermost: metrics see every answer, 413 included; the body limit acts
     # before anything reads the body.

@@ -1,7 +1,10 @@
 """Prometheus metrics of one app instance (its own registry, so several apps in one process never mix).
 
 ``/metrics`` shows requests by route and status, request latency, judgments by judge and verdict, LLM
-calls and LLM errors, and jobs by final status.
+calls and LLM errors, and jobs by final status; and, read from the database at each scrape (so every
+replica reports the same figures, also about worker processes that serve no HTTP), the job queue:
+queued and running jobs and turns, the age of the oldest queued job, jobs whose lease ran out, and lease
+recoveries (:class:`QueueCollector`).
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
 
 from bqas.service.asgi import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["CONTENT_TYPE_LATEST", "MetricsMiddleware", "ServiceMetrics"]
+__all__ = ["CONTENT_TYPE_LATEST", "MetricsMiddleware", "QueueCollector", "ServiceMetrics"]
 
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -89,8 +94,76 @@ class ServiceMetrics:
                 if t.reject_threshold is not None:
                     self.bounds.labels(p.id, p.judge, t.tier, "fpr").set(t.fpr_max)
 
+    def track_queue(self, store: Any) -> None:
+        """Report the job queue of ``store`` (a :class:`bqas.store.db.Store`) at every scrape."""
+        self.registry.register(QueueCollector(store))
+
     def render(self) -> bytes:
+        """The text exposition; reads the database when the queue is tracked (call it off the event loop)."""
         return generate_latest(self.registry)
+
+
+QUEUE_STATES = ("queued", "running")
+JOB_KINDS = ("score", "session")
+
+
+class QueueCollector(Collector):
+    """The job queue as Prometheus series, read from the database at each scrape.
+
+    Labels are the job's state and kind only (never the tenant: bounded series, nothing about who
+    submits). Every series is present, zeros included, so that an autoscaler's query never comes back
+    empty. While the database cannot be read, the queue series are left out and
+    ``bqas_queue_up`` is 0."""
+
+    def __init__(self, store: Any):
+        self.store = store
+
+    def describe(self) -> list[Any]:  # no query at registration
+        return []
+
+    def collect(self) -> Iterable[Any]:
+        from bqas.store.service import queue_state
+
+        up = GaugeMetricFamily("bqas_queue_up", "1 when the job queue could be read from the database at this scrape.")
+        try:
+            state = queue_state(self.store)
+        except Exception:  # an outage of the database: say so, and keep the other metrics
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        jobs = GaugeMetricFamily(
+            "bqas_queue_jobs",
+            "Jobs waiting (queued) or being scored (running), by kind; the same on every replica (read from the database).",
+            labels=["state", "kind"],
+        )
+        items = GaugeMetricFamily(
+            "bqas_queue_items",
+            "Turns not yet scored of queued and running jobs (one per single-sample job), by kind.",
+            labels=["state", "kind"],
+        )
+        for status in QUEUE_STATES:
+            for kind in JOB_KINDS:
+                jobs.add_metric([status, kind], state.jobs.get((status, kind), 0))
+                items.add_metric([status, kind], state.items.get((status, kind), 0))
+        yield jobs
+        yield items
+        yield GaugeMetricFamily(
+            "bqas_queue_oldest_queued_age_seconds",
+            "Seconds since the oldest queued job was submitted (0 when none waits).",
+            value=round(state.oldest_queued_age, 3),
+        )
+        yield GaugeMetricFamily(
+            "bqas_queue_lease_expired_jobs",
+            "Running jobs whose lease ran out (their worker died or stalled), waiting to be claimed again.",
+            value=state.lease_expired,
+        )
+        yield CounterMetricFamily(
+            "bqas_job_lease_recoveries",
+            "Jobs claimed again after their lease ran out, by any worker, since the database was created.",
+            value=state.lease_recoveries,
+        )
 
 
 def route_template(scope: Scope) -> str:

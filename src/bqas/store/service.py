@@ -16,11 +16,12 @@ import secrets
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     DateTime,
     Float,
     ForeignKey,
@@ -29,6 +30,7 @@ from sqlalchemy import (
     String,
     UniqueConstraint,
     and_,
+    case,
     delete,
     func,
     or_,
@@ -118,6 +120,29 @@ class IdempotencyKey(Base):
     job_id: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     expires_at: Mapped[float] = mapped_column(Float)  # epoch seconds: the end of the retention window
+
+
+class Counter(Base):
+    """A queue-wide counter (``lease_recoveries``) that grows in the transaction of what it counts."""
+
+    __tablename__ = "service_counters"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+LEASE_RECOVERIES = "lease_recoveries"
+
+
+def _count(store: Store, session: Any, name: str) -> None:
+    """``name`` += 1 inside ``session``'s transaction (one row; created on first use)."""
+    stmt = store.insert()(Counter).values(name=name, value=1)
+    session.execute(stmt.on_conflict_do_update(index_elements=["name"], set_={"value": Counter.value + 1}))
+
+
+def counter(store: Store, name: str) -> int:
+    with store.session() as s:
+        return int(s.scalar(select(Counter.value).where(Counter.name == name)) or 0)
 
 
 @dataclass(frozen=True)
@@ -336,6 +361,8 @@ def claim_job(store: Store, worker: str, lease_seconds: float, exclude: Collecti
             job.status, job.lease_owner, job.lease_until = "running", worker, until
             job.claims += 1
             job.updated_at = now()
+            if job.claims > 1:  # claimed before: its worker's lease ran out, this is a recovery
+                _count(store, s, LEASE_RECOVERIES)
             return _view(job)
     # SQLite: one statement; the WHERE is re-checked under SQLite's write lock, so two claimers never win
     # the same row.
@@ -344,11 +371,13 @@ def claim_job(store: Store, worker: str, lease_seconds: float, exclude: Collecti
         update(Job)
         .where(Job.id == oldest, claimable)
         .values(status="running", lease_owner=worker, lease_until=until, claims=Job.claims + 1, updated_at=now())
-        .returning(Job.id)
+        .returning(Job.id, Job.claims)
     )
     with store.session.begin() as s:
-        claimed = s.execute(stmt).scalar()
-    return get_job(store, claimed) if claimed else None
+        row = s.execute(stmt).first()
+        if row is not None and row[1] > 1:  # a recovery (see above)
+            _count(store, s, LEASE_RECOVERIES)
+    return get_job(store, row[0]) if row is not None else None
 
 
 def renew_lease(store: Store, job_id: str, worker: str, lease_seconds: float) -> bool:
@@ -439,6 +468,50 @@ def count_jobs(store: Store, status: str | None = None) -> int:
         if status is not None:
             q = q.where(Job.status == status)
         return int(s.scalar(q) or 0)
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """The job queue at one moment: per (state, kind) the jobs and the turns not yet stored."""
+
+    jobs: dict[tuple[str, str], int]
+    items: dict[tuple[str, str], int]
+    oldest_queued_age: float  # seconds since the oldest queued job was submitted; 0 without one
+    lease_expired: int  # running jobs whose lease ran out (their worker is gone), waiting to be claimed again
+    lease_recoveries: int  # jobs claimed again after a lease ran out, ever
+
+
+def queue_state(store: Store) -> QueueState:
+    """What ``/metrics`` reports about the queue: one grouped read of the unfinished jobs (the claim index
+    on ``status``), one of the oldest queued job and one of the counter."""
+    at = time.time()
+    jobs: dict[tuple[str, str], int] = {}
+    items: dict[tuple[str, str], int] = {}
+    with store.session() as s:
+        rows = s.execute(
+            select(
+                Job.status,
+                Job.kind,
+                func.count(),
+                func.coalesce(func.sum(Job.total - Job.done), 0),
+                func.sum(case((Job.lease_until < at, 1), else_=0)),
+            )
+            .where(Job.status.in_(("queued", "running")))
+            .group_by(Job.status, Job.kind)
+        ).all()
+        oldest = s.scalar(select(func.min(Job.created_at)).where(Job.status == "queued"))
+        recoveries = s.scalar(select(Counter.value).where(Counter.name == LEASE_RECOVERIES))
+    expired = 0
+    for status, kind, count, pending, stale in rows:
+        jobs[(status, kind)] = int(count)
+        items[(status, kind)] = max(0, int(pending))
+        if status == "running":
+            expired += int(stale or 0)
+    age = 0.0
+    if oldest is not None:
+        created = oldest if oldest.tzinfo is not None else oldest.replace(tzinfo=UTC)  # SQLite keeps no zone
+        age = max(0.0, at - created.timestamp())
+    return QueueState(jobs, items, age, expired, int(recoveries or 0))
 
 
 def ping(store: Store) -> None:
