@@ -78,7 +78,9 @@ def test_offline_end_to_end(tmp_path: Path, bqas_home: Path) -> None:
     out = tmp_path / "out"
     args = ["--gold", str(gold), "-j", "rag_privacy", "--backend", "offline", "--json", "--out", str(out)]
     result = _invoke(args)
-    assert result.exit_code == 1, result.output  # FNR 1/3 misses seed 002's 2 %
+    # FNR 1/3 on 3 rejects: its 95 % interval (0.8 %-90.6 %) straddles seed 002's 2 %, so five samples
+    # cannot decide it either way: exit 3, "not enough evidence", not a "met" on one item.
+    assert result.exit_code == 3, result.output
     doc = json.loads(result.stdout)
     overall = doc["configs"][0]["calibration"]["overall"]
     assert (overall["reject"]["tp"], overall["reject"]["fn"], overall["reject"]["fp"], overall["reject"]["tn"]) == (
@@ -95,7 +97,11 @@ def test_offline_end_to_end(tmp_path: Path, bqas_home: Path) -> None:
     assert anonymization["not_measured"] == 5 and anonymization["spearman"]["value"] is None
     assert set(doc["configs"][0]["calibration"]["by_language"]) == {"de", "en"}
     targets = {t["name"]: t for t in doc["targets"]}
-    assert not targets["fnr"]["passed"] and targets["fpr"]["passed"]
+    assert not targets["fnr"]["passed"] and targets["fnr"]["status"] == "not enough evidence"
+    assert targets["fnr"]["interval"] == pytest.approx([0.008404, 0.905701], abs=1e-6)
+    assert targets["fpr"]["status"] == "not enough evidence" and targets["fpr"]["more_of"] == "people-accepted samples"
+    assert doc["outcome"] == "not enough evidence" and doc["passed"] is False
+    assert overall["reject"]["fnr"]["interval_method"] == "clopper-pearson"
     assert "positive = the response should be rejected" in doc["definition"]
     saved = json.loads((out / "calibration.json").read_text(encoding="utf-8"))
     assert saved["configs"][0]["calibration"] == doc["configs"][0]["calibration"]
@@ -118,9 +124,11 @@ def test_text_output_and_loose_targets_pass(tmp_path: Path, bqas_home: Path) -> 
             "offline",
             "--targets",
             str(_loose(tmp_path)),
+            "--allow-not-enough-evidence",
         ]
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 0, result.output  # five samples decide little; none is missed
+    assert "not enough" in result.stdout and "not enough evidence for" in result.stderr
     assert "positive = the response should be rejected" in " ".join(result.stdout.split())
     assert "by language" in result.stdout and "FNR" in result.stdout
 
@@ -129,7 +137,7 @@ def test_bad_line_reported_with_its_number(tmp_path: Path, bqas_home: Path) -> N
     bad = ['{"id": "x", "query"', json.dumps({**GOLD[0], "id": "p6", "expected": {"verdict": "<script>x</script>"}})]
     out = tmp_path / "out"
     result = _invoke(["--gold", str(_gold(tmp_path, bad)), "-j", "rag_privacy", "--backend", "offline", "--json",
-                      "--out", str(out), "--targets", str(_loose(tmp_path))])  # fmt: skip
+                      "--out", str(out), "--targets", str(_loose(tmp_path)), "--allow-not-enough-evidence"])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "gold.jsonl:6: invalid JSON" in result.stderr
     assert "gold.jsonl:7: expected.verdict" in result.stderr
@@ -157,7 +165,7 @@ def test_llm_backend_with_scripted_server(tmp_path: Path, bqas_home: Path) -> No
     with ScriptedLLM(responder=_responder) as server:
         result = _invoke(["--gold", str(_gold(tmp_path)), "-j", "rag_privacy", "--backend", "llm", "--json",
                           "--base-url", server.base_url, "--model", "m1", "--no-cache",
-                          "--targets", str(_loose(tmp_path))])  # fmt: skip
+                          "--targets", str(_loose(tmp_path)), "--allow-not-enough-evidence"])  # fmt: skip
         assert {r["model"] for r in server.requests} == {"m1"} and len(server.requests) == 5
     assert result.exit_code == 0, result.output
     overall = json.loads(result.stdout)["configs"][0]["calibration"]["overall"]
@@ -174,7 +182,7 @@ def test_compare_offline_vs_llm(tmp_path: Path, bqas_home: Path) -> None:
         result = _invoke(["--gold", str(_gold(tmp_path)), "-j", "rag_privacy", "--compare", "offline", "llm:m1",
                           "--base-url", server.base_url, "--no-cache", "--json", "--out", str(tmp_path / "cmp")])  # fmt: skip
         assert {r["model"] for r in server.requests} == {"m1"}
-    assert result.exit_code == 1, result.output  # A (offline) misses the FNR target
+    assert result.exit_code == 3, result.output  # five samples: nothing missed, too little to decide
     doc = json.loads(result.stdout)
     verdict = doc["compare"]["overall"]["verdict"]
     # A: pr, pr, failed, failed, pr; B: pr, pr, failed, failed, failed
@@ -183,7 +191,29 @@ def test_compare_offline_vs_llm(tmp_path: Path, bqas_home: Path) -> None:
     assert verdict["alpha_nominal"]["value"] == pytest.approx(1 - 9 * 2 / 50)
     gate = doc["compare"]["overall"]["dimensions"]["privacy_compliance"]
     assert gate["alpha_level"] == "nominal" and gate["agreement"]["value"] == pytest.approx(0.8)
-    names = {t["name"]: t["passed"] for t in doc["targets"]}
-    assert names["A.fnr"] is False and names["B.fnr"] is True and names["A-B.agreement"] is False
+    names = {t["name"]: t["status"] for t in doc["targets"]}
+    assert names["A.fnr"] == names["B.fnr"] == names["A-B.agreement"] == "not enough evidence"
     assert [c["spec"] for c in doc["configs"]] == ["offline", "llm:m1"]
     assert "Inter-judge agreement" in (tmp_path / "cmp" / "calibration.html").read_text(encoding="utf-8")
+
+
+def test_ten_reviewed_items_do_not_certify_fnr_below_2_percent(tmp_path: Path, bqas_home: Path) -> None:
+    # One item that people reject, nine they accept: FNR 0 of 1 used to read "FNR < 2 % met".
+    lines = [{**GOLD[0], "id": f"a{i}", "response": f"Die Konferenz ist am Montag um {i} Uhr."} for i in range(9)]
+    lines.append(GOLD[2])
+    gold = tmp_path / "ten.jsonl"
+    gold.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["--gold", str(gold), "-j", "rag_privacy", "--backend", "offline", "--out", str(out)]
+    result = _invoke([*args, "--json"])
+    assert result.exit_code == 3, result.output
+    doc = json.loads(result.stdout)
+    fnr = {t["name"]: t for t in doc["targets"]}["fnr"]
+    assert fnr["actual"] == 0.0 and fnr["status"] == "not enough evidence" and fnr["interval"] == [0.0, 0.975]
+    # Zero misses would need 183 rejects for the interval's upper end to fall below 2 %: 182 more.
+    assert fnr["more_needed"] == 182 and fnr["more_of"] == "people-rejected samples"
+    page = (out / "calibration.html").read_text(encoding="utf-8")
+    assert "not enough evidence" in page and "0–0.975" in page and "about 182 more people-rejected samples" in page
+    text = _invoke(args)
+    assert text.exit_code == 3 and "not enough evidence for fpr, fnr" in text.stderr and "[0.0–97.5]" in text.stdout
+    assert _invoke([*args, "--allow-not-enough-evidence"]).exit_code == 0

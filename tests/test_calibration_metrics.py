@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from bqas.calibration.evaluate import JudgeConfig, Outcome
@@ -16,6 +17,7 @@ from bqas.calibration.metrics import (
     correlation,
     krippendorff_alpha,
     latency_stats,
+    rate,
     reject_counts,
 )
 from bqas.calibration.report import calibration_block, compare_report, human_reject
@@ -167,6 +169,42 @@ def test_gold_loading_reports_lines(tmp_path: Path) -> None:
         parse_maps(["nonsense"])
 
 
+@pytest.mark.parametrize(
+    ("k", "n", "status"),
+    [(0, 300, "met"), (0, 50, "not enough evidence"), (30, 100, "missed"), (6, 100, "not enough evidence")],
+)
+def test_rate_targets_are_judged_on_their_interval(k: int, n: int, status: str) -> None:
+    # FPR < 5 %: 0/300 -> [0, 1.2 %] met; 0/50 -> [0, 7.1 %] undecided; 30/100 missed; 6/100 undecided.
+    fig = rate(k, n, empty="x").as_dict()
+    result = check_judge(Targets(fnr_max=None, latency_mean_max_ms=None, abstention_max=None), {
+        "reject": {"fpr": fig, "fnr": fig}, "latency_ms": {}, "abstention_rate": {}})[0]  # fmt: skip
+    assert result.status == status and result.passed == (status == "met")
+    if status == "not enough evidence":
+        more = result.more_needed
+        assert more is not None and more > 0
+        # That many more at the observed rate decide it; one fewer does not.
+        from bqas.calibration.metrics import clopper_pearson
+
+        total = n + more
+        lo, hi = clopper_pearson(round(k / n * total), total)
+        assert hi < 0.05 or lo >= 0.05
+        lo, hi = clopper_pearson(round(k / n * (total - 1)), total - 1)
+        assert lo < 0.05 <= hi
+
+
+def test_kappa_and_correlation_intervals_come_from_the_bootstrap() -> None:
+    rng = np.random.default_rng(3)
+    a = list(rng.integers(0, 2, 400))
+    b = [x if rng.random() < 0.85 else 1 - x for x in a]
+    kappa = cohen_kappa(a, b)
+    assert kappa.interval is not None and kappa.interval[0] < (kappa.value or 0) < kappa.interval[1]
+    assert kappa.method == "bootstrap" and 0.05 < kappa.interval[1] - kappa.interval[0] < 0.25
+    x = list(rng.random(200))
+    y = [v + rng.normal() * 0.2 for v in x]
+    rho = correlation(x, y, "spearman")
+    assert rho.interval is not None and rho.interval[0] < (rho.value or 0) < rho.interval[1]
+
+
 def test_targets_defaults_file_and_undefined(tmp_path: Path) -> None:
     assert Targets().fpr_max == 0.05 and Targets().fnr_max == 0.02 and Targets().latency_mean_max_ms == 500
     path = tmp_path / "t.yaml"
@@ -175,14 +213,14 @@ def test_targets_defaults_file_and_undefined(tmp_path: Path) -> None:
     block = {
         "reject": {
             "fpr": {"value": None, "n": 0, "undefined": "no response that people accept"},
-            "fnr": {"value": 0.4},
+            "fnr": rate(30, 100, empty="x").as_dict(),
         },
-        "latency_ms": {"mean": 3.0},
+        "latency_ms": {"mean": 3.0, "n": 50, "mean_interval": [2.5, 3.5]},
         "abstention_rate": {"value": 0.0},
         "verdicts": {"kappa": {"value": 0.1}},
     }
     results = {r.name: r for r in check_judge(targets, block)}
-    assert results["fnr"].passed and results["latency_mean_ms"].passed
+    assert results["fnr"].passed and results["latency_mean_ms"].passed and results["abstention"].passed
     assert not results["fpr"].passed and "undefined" in (results["fpr"].note or "")
     assert check_agreement(targets, {"value": 0.1}, {"value": 0.1}) == []
     path.write_text("fpr_maximum: 0.1\n", encoding="utf-8")

@@ -124,9 +124,22 @@ def test_ci_summary_of_a_calibration_folder(tmp_path: Path, bqas_home: Path) -> 
     assert (
         result.exit_code == 1
         and "targets missed" in result.output
-        and "| fnr\\_max | 0.100 | 0.250 | **MISSED** |" in result.output
+        and "| fnr\\_max | 0.100 | 0.250 | – | **MISSED** |" in result.output
     )
     doc["passed"], doc["targets"][0]["passed"] = True, True
+    (folder / "calibration.json").write_text(json.dumps(doc), encoding="utf-8")
+    assert CliRunner().invoke(app, ["ci-summary", str(folder)]).exit_code == 0
+    # Not enough evidence to decide a target: exit 3 as `bqas calibrate` gave it, 0 when it was allowed.
+    doc["passed"], doc["outcome"] = False, "not enough evidence"
+    doc["targets"][0].update(
+        passed=False, status="not enough evidence", interval=[0.0, 0.975], more_needed=182,
+        more_of="people-rejected samples",
+    )  # fmt: skip
+    (folder / "calibration.json").write_text(json.dumps(doc), encoding="utf-8")
+    undecided = CliRunner().invoke(app, ["ci-summary", str(folder)])
+    assert undecided.exit_code == 3 and "not enough evidence" in undecided.output
+    assert "| 0–0.975 | not enough evidence (about 182 more people-rejected samples) |" in undecided.output
+    doc["allow_not_enough_evidence"] = True
     (folder / "calibration.json").write_text(json.dumps(doc), encoding="utf-8")
     assert CliRunner().invoke(app, ["ci-summary", str(folder)]).exit_code == 0
     (folder / "calibration.json").write_text("[]", encoding="utf-8")

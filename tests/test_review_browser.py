@@ -255,6 +255,6 @@ def test_every_item_saves_with_two_keystrokes_and_gold_holds_only_what_the_revie
     result = runner.invoke(
         main_app, ["calibrate", "--gold", str(out), "--judge", "voice", "--backend", "offline", "--json"]
     )
-    assert result.exit_code in (0, 1), result.output
+    assert result.exit_code in (0, 1, 3), result.output  # one label decides no target
     doc = json.loads(result.stdout[result.stdout.index("{") :])
     assert set(doc["configs"][0]["calibration"]["overall"]["dimensions"]) == {"faithfulness"}

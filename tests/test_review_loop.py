@@ -220,7 +220,7 @@ def test_gold_export_cli_and_calibrate_from_the_store(
     from_store = runner.invoke(
         main_app, ["calibrate", "--gold", "store:acme", "--judge", "voice", "--backend", "offline", "--json"]
     )
-    assert from_store.exit_code in (0, 1), from_store.output  # 1 = targets missed on two samples; not an error
+    assert from_store.exit_code in (0, 1, 3), from_store.output  # targets missed or undecided on two samples
     doc = json.loads(from_store.stdout[from_store.stdout.index("{") :])
     assert doc["gold"]["path"] == "store:acme"
     assert doc["gold"]["samples"] == 2 and doc["gold"]["bad_lines"] == 0

@@ -10,18 +10,37 @@ from rich.table import Table
 
 
 def _fig(data: dict[str, Any] | None, percent: bool = False) -> str:
+    """``12.5 % [8.1–18.2] (n=120)``: the figure, its 95 % interval where it has one, and its n."""
     if not data:
         return "–"
     value = data.get("value")
     if value is None:
         return f"undefined ({data.get('undefined') or 'no data'})"
-    return (f"{100 * value:.1f} %" if percent else f"{value:.3f}") + f" (n={data.get('n', 0)})"
+    text = f"{100 * value:.1f} %" if percent else f"{value:.3f}"
+    interval = data.get("interval")
+    if interval:
+        lo, hi = interval
+        text += f" [{100 * lo:.1f}–{100 * hi:.1f}]" if percent else f" [{lo:.3f}–{hi:.3f}]"
+    return text + f" (n={data.get('n', 0)})"
+
+
+def target_result(x: dict[str, Any]) -> str:
+    """met / MISSED / not enough evidence (rich markup)."""
+    status = x.get("status") or ("met" if x["passed"] else "missed")
+    return {"met": "[green]met[/]", "missed": "[red]MISSED[/]"}.get(status, "[yellow]not enough evidence[/]")
+
+
+def interval_text(x: dict[str, Any]) -> str:
+    interval = x.get("interval")
+    return "–" if not interval else f"{interval[0]:.4g}–{interval[1]:.4g}"
 
 
 def _latency(lat: dict[str, Any]) -> str:
     if not lat.get("n"):
         return "undefined (no judged sample)"
-    return f"mean {lat['mean']:.1f} · p50 {lat['p50']:.1f} · p95 {lat['p95']:.1f} ms"
+    interval = lat.get("mean_interval")
+    span = f" [{interval[0]:.1f}–{interval[1]:.1f}]" if interval else ""
+    return f"mean {lat['mean']:.1f}{span} · p50 {lat['p50']:.1f} · p95 {lat['p95']:.1f} ms"
 
 
 def _block_tables(console: Console, title: str, block: dict[str, Any]) -> None:
@@ -143,17 +162,11 @@ def print_calibration(doc: dict[str, Any]) -> None:
         title = f"{c['name']}: judge {doc['judge']} · {c['spec']} · model {c['model'] or '–'} vs people"
         _block_tables(console, title, cal["overall"])
         _languages(console, cal["by_language"])
-    t = Table(title="targets (judge policy defaults unless --targets)")
-    for col in ("target", "expected", "actual", "result", "note"):
+    t = Table(title="targets (judge policy defaults unless --targets), judged on 95 % intervals")
+    for col in ("target", "expected", "actual", "95 % interval", "result", "note"):
         t.add_column(col)
     for x in doc["targets"]:
         actual = "undefined" if x["actual"] is None else f"{x['actual']:.4g}"
-        t.add_row(
-            x["name"],
-            x["expected"],
-            actual,
-            "[green]met[/]" if x["passed"] else "[red]MISSED[/]",
-            escape(x["note"] or ""),
-        )
+        t.add_row(x["name"], x["expected"], actual, interval_text(x), target_result(x), escape(x["note"] or ""))
     console.print(t)
     console.print(f"stored as run {doc.get('run_id')} (see `bqas runs`)")

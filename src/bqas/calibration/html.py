@@ -13,7 +13,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;ma
 padding:0 1rem}h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d6dbe1}
 h3{font-size:1rem}table{border-collapse:collapse;margin:.5rem 0 1rem}td,th{border:1px solid #d6dbe1;
 padding:.25rem .6rem;text-align:right;vertical-align:top}th{background:#f3f5f7}td.l,th.l{text-align:left}
-.ok{color:#1a7f37;font-weight:600}.miss{color:#c62828;font-weight:600}.u{color:#6b7280;font-style:italic}
+.ok{color:#1a7f37;font-weight:600}.miss{color:#c62828;font-weight:600}.undecided{color:#9a6700;font-weight:600}.u{color:#6b7280;font-style:italic}
 .def{background:#f6f8fa;border-left:4px solid #8c959f;padding:.6rem 1rem}.meta td{text-align:left}
 """
 
@@ -30,7 +30,12 @@ def _fig(data: dict[str, Any] | None, percent: bool = False) -> str:
     if value is None:
         return f'<span class="u">undefined ({esc(data.get("undefined") or "no data")})</span>'
     text = f"{100 * value:.1f} %" if percent else f"{value:.3f}"
-    return f"{esc(text)} <small>(n={int(data.get('n') or 0)})</small>"
+    interval = data.get("interval")
+    span = ""
+    if interval:
+        lo, hi = interval
+        span = f" [{100 * lo:.1f}–{100 * hi:.1f}]" if percent else f" [{lo:.3f}–{hi:.3f}]"
+    return f"{esc(text)}<small>{esc(span)} (n={int(data.get('n') or 0)})</small>"
 
 
 def _row(cells: list[str], header: bool = False, first_left: bool = True) -> str:
@@ -49,7 +54,9 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
 def _latency(lat: dict[str, Any]) -> str:
     if not lat.get("n"):
         return '<span class="u">undefined (no judged sample)</span>'
-    return esc(f"mean {lat['mean']:.1f} · p50 {lat['p50']:.1f} · p95 {lat['p95']:.1f} ms (n={lat['n']})")
+    interval = lat.get("mean_interval")
+    span = f" [{interval[0]:.1f}–{interval[1]:.1f}]" if interval else ""
+    return esc(f"mean {lat['mean']:.1f}{span} · p50 {lat['p50']:.1f} · p95 {lat['p95']:.1f} ms (n={lat['n']})")
 
 
 def _block(block: dict[str, Any]) -> str:
@@ -113,10 +120,21 @@ def _targets(results: list[dict[str, Any]]) -> str:
         return "<p>No targets.</p>"
     rows = []
     for t in results:
-        mark = '<span class="ok">met</span>' if t["passed"] else '<span class="miss">MISSED</span>'
+        status = t.get("status") or ("met" if t["passed"] else "missed")
+        mark = {
+            "met": '<span class="ok">met</span>',
+            "missed": '<span class="miss">MISSED</span>',
+        }.get(status, '<span class="undecided">not enough evidence</span>')
         actual = "undefined" if t["actual"] is None else f"{t['actual']:.4g}"
-        rows.append([esc(t["name"]), esc(t["expected"]), esc(actual), mark, esc(t.get("note") or "")])
-    return _table(["target", "expected", "actual", "result", "note"], rows)
+        interval = t.get("interval")
+        span = "–" if not interval else f"{interval[0]:.4g}–{interval[1]:.4g}"
+        rows.append([esc(t["name"]), esc(t["expected"]), esc(actual), esc(span), mark, esc(t.get("note") or "")])
+    return (
+        "<p>Each target is judged on the 95 % confidence interval of its figure (Clopper–Pearson for rates, "
+        "bootstrap for κ, Student's t for the mean time): met when the whole interval meets it, missed when "
+        "the whole interval misses it, otherwise not enough evidence.</p>"
+        + _table(["target", "expected", "actual", "95 % interval", "result", "note"], rows)
+    )
 
 
 def _compare(cmp: dict[str, Any]) -> str:

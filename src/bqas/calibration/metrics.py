@@ -3,6 +3,11 @@
 Degenerate inputs are reported honestly: a correlation of a constant vector, a κ when both raters used a
 single label, a rate with an empty denominator are *undefined* (``value`` None plus a reason), never NaN
 and never a number chosen for the occasion. scikit-learn, scipy and krippendorff do the arithmetic.
+
+Each figure carries its 95 % confidence interval where one is defined: Clopper-Pearson (exact binomial)
+for rates, a percentile bootstrap (1,000 resamples of the items, fixed seed) for Cohen's κ and the
+correlations, Student's t for a mean. A target is judged on the interval, not on the point
+(:mod:`bqas.calibration.targets`).
 """
 
 from __future__ import annotations
@@ -15,15 +20,24 @@ from typing import Any, Literal
 
 import numpy as np
 
+CONFIDENCE = 0.95  # of every interval a calibration reports
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 0
+
 
 @dataclass(frozen=True)
 class Figure:
-    """One statistic over ``n`` items: ``value``, or None with ``reason`` when it is undefined."""
+    """One statistic over ``n`` items: ``value``, or None with ``reason`` when it is undefined;
+    ``interval``: its 95 % confidence interval (None where none is defined), ``method`` how it was made;
+    ``successes``: the numerator of a rate (so a target can say how many more items would decide it)."""
 
     value: float | None
     n: int
     reason: str | None = None
     p_value: float | None = None
+    interval: tuple[float, float] | None = None
+    method: str | None = None
+    successes: int | None = None
 
     @classmethod
     def undefined(cls, n: int, reason: str) -> Figure:
@@ -39,24 +53,98 @@ class Figure:
             out["undefined"] = self.reason
         if self.p_value is not None:
             out["p_value"] = round(self.p_value, 6)
+        if self.interval is not None:
+            out["interval"] = [round(self.interval[0], 6), round(self.interval[1], 6)]
+            out["confidence"] = CONFIDENCE
+            out["interval_method"] = self.method
+        if self.successes is not None:
+            out["k"] = self.successes
         return out
 
     def text(self, percent: bool = False, digits: int = 3) -> str:
-        """For tables: ``12.5 %`` / ``0.731`` or ``undefined (why)``."""
+        """For tables: ``12.5 % [8.1–18.2 %]`` / ``0.731 [0.62–0.80]`` or ``undefined (why)``."""
         if self.value is None:
             return f"undefined ({self.reason})"
-        return f"{100 * self.value:.1f} %" if percent else f"{self.value:.{digits}f}"
+        point = f"{100 * self.value:.1f} %" if percent else f"{self.value:.{digits}f}"
+        if self.interval is None:
+            return point
+        lo, hi = self.interval
+        span = f"{100 * lo:.1f}–{100 * hi:.1f} %" if percent else f"{lo:.{digits}f}–{hi:.{digits}f}"
+        return f"{point} [{span}]"
 
 
 def _finite(value: float) -> float | None:
     return None if value is None or math.isnan(value) or math.isinf(value) else float(value)
 
 
+def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Two-sided exact binomial interval for ``k`` successes in ``n`` trials (n > 0)."""
+    from scipy.stats import beta
+
+    tail = (1.0 - confidence) / 2
+    lo = 0.0 if k == 0 else float(beta.ppf(tail, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta.ppf(1.0 - tail, k + 1, n - k))
+    return lo, hi
+
+
 def rate(numerator: int, denominator: int, *, empty: str) -> Figure:
-    """``numerator / denominator``; undefined (with ``empty`` as reason) when the denominator is 0."""
+    """``numerator / denominator`` with its Clopper-Pearson interval; undefined (with ``empty`` as reason)
+    when the denominator is 0."""
     if denominator == 0:
         return Figure.undefined(0, empty)
-    return Figure(numerator / denominator, denominator)
+    return Figure(
+        numerator / denominator,
+        denominator,
+        interval=clopper_pearson(numerator, denominator),
+        method="clopper-pearson",
+        successes=numerator,
+    )
+
+
+def _percentile_interval(values: np.ndarray) -> tuple[float, float] | None:
+    finite = values[np.isfinite(values)]
+    if finite.size < BOOTSTRAP_RESAMPLES // 2:  # most resamples degenerate: no honest interval
+        return None
+    tail = 100 * (1.0 - CONFIDENCE) / 2
+    return float(np.percentile(finite, tail)), float(np.percentile(finite, 100 - tail))
+
+
+def _resample_indices(n: int) -> np.ndarray:
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    return rng.integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))
+
+
+def bootstrap_kappa(a: Sequence[Any], b: Sequence[Any]) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of Cohen's κ (unweighted), vectorised over the resamples."""
+    labels = sorted({*map(str, a), *map(str, b)})
+    code = {lab: i for i, lab in enumerate(labels)}
+    x = np.array([code[str(v)] for v in a])
+    y = np.array([code[str(v)] for v in b])
+    n, m = len(x), len(labels)
+    idx = _resample_indices(n)
+    pairs = x[idx] * m + y[idx] + np.arange(BOOTSTRAP_RESAMPLES)[:, None] * (m * m)
+    counts = np.bincount(pairs.ravel(), minlength=BOOTSTRAP_RESAMPLES * m * m).reshape(-1, m, m) / n
+    observed = np.trace(counts, axis1=1, axis2=2)
+    expected = np.einsum("ri,ri->r", counts.sum(axis=2), counts.sum(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappas = (observed - expected) / (1.0 - expected)
+    return _percentile_interval(kappas)
+
+
+def bootstrap_correlation(x: Sequence[float], y: Sequence[float], kind: str) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of Spearman's ρ or Pearson's r, vectorised over the resamples."""
+    from scipy.stats import rankdata
+
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    idx = _resample_indices(len(xs))
+    a, b = xs[idx], ys[idx]
+    if kind == "spearman":
+        a, b = rankdata(a, axis=1), rankdata(b, axis=1)
+    a = a - a.mean(axis=1, keepdims=True)
+    b = b - b.mean(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+    return _percentile_interval(r)
 
 
 @dataclass(frozen=True)
@@ -129,7 +217,9 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], *, weights: str | None = Non
     finite = _finite(float(value))
     if finite is None:
         return Figure.undefined(n, "κ is 0/0 (chance agreement is 1)")
-    return Figure(finite, n)
+    if weights is not None:
+        return Figure(finite, n)
+    return Figure(finite, n, interval=bootstrap_kappa(a, b), method="bootstrap")
 
 
 def correlation(x: Sequence[float], y: Sequence[float], kind: str) -> Figure:
@@ -153,7 +243,7 @@ def correlation(x: Sequence[float], y: Sequence[float], kind: str) -> Figure:
     if value is None:
         return Figure.undefined(n, f"{kind} is undefined for these values")
     p_value = _finite(float(res.pvalue))
-    return Figure(value, n, p_value=p_value)
+    return Figure(value, n, p_value=p_value, interval=bootstrap_correlation(x, y, kind), method="bootstrap")
 
 
 def mean_abs_diff(x: Sequence[float], y: Sequence[float]) -> Figure:
@@ -191,13 +281,22 @@ def krippendorff_alpha(a: Sequence[Any], b: Sequence[Any], level: Literal["nomin
 
 
 def latency_stats(values: Sequence[float]) -> dict[str, Any]:
-    """Mean, median and 95th percentile (linear interpolation) in milliseconds."""
+    """Mean (with its 95 % Student-t interval and the standard deviation), median and 95th percentile
+    (linear interpolation) in milliseconds."""
     if not values:
         return {"n": 0, "mean": None, "p50": None, "p95": None, "undefined": "no judged sample"}
     arr = np.asarray(values, dtype=float)
-    return {
+    out: dict[str, Any] = {
         "n": len(values),
         "mean": round(float(arr.mean()), 3),
         "p50": round(float(np.percentile(arr, 50)), 3),
         "p95": round(float(np.percentile(arr, 95)), 3),
     }
+    if len(values) > 1:
+        from scipy.stats import t
+
+        sd = float(arr.std(ddof=1))
+        half = float(t.ppf(0.5 + CONFIDENCE / 2, len(values) - 1)) * sd / math.sqrt(len(values))
+        out["sd"] = round(sd, 3)
+        out["mean_interval"] = [round(float(arr.mean()) - half, 3), round(float(arr.mean()) + half, 3)]
+    return out

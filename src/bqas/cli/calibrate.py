@@ -106,6 +106,13 @@ def calibrate_cmd(
         Optional[Path],  # noqa: UP045
         typer.Option("--profile", help="Check this calibration profile on the gold labels (realised FNR/FPR)."),
     ] = None,
+    allow_undecided: Annotated[
+        bool,
+        typer.Option(
+            "--allow-not-enough-evidence",
+            help="Exit 0 when no target is missed but some lack evidence (default: exit 3, which fails a CI gate).",
+        ),
+    ] = False,
 ) -> None:
     """Run a judge on a gold-labelled JSONL and report how well it agrees with people.
 
@@ -120,8 +127,13 @@ def calibrate_cmd(
     With --profile P it checks a calibration profile on these labels instead: realised FNR/FPR on the
     decided items, coverage per tier, and whether each bound held. `bqas calibrate fit` fits a profile.
 
+    Every target is judged on its figure's 95 % confidence interval: met (the whole interval meets it),
+    missed (the whole interval misses it) or not enough evidence (it straddles the target; the output says
+    about how many more labelled samples would decide it).
+
     Exit 0 when every target is met, 1 when one is missed (abstention_max defaults to 0: an unscored
-    sample misses it, as in `bqas score` and `bqas run`), 2 on a usage or input error.
+    sample misses it, as in `bqas score` and `bqas run`), 3 when none is missed but some lack evidence
+    (0 with --allow-not-enough-evidence), 2 on a usage or input error.
     """
     from bqas.judging.factory import LLMOverrides
 
@@ -156,6 +168,7 @@ def calibrate_cmd(
         pair,
         overrides,
         policy,
+        allow_undecided,
     )
 
 
@@ -178,12 +191,13 @@ def run_calibration(
     compare: tuple[str, ...] | None,
     overrides: Any,
     policy: Path | None,
+    allow_undecided: bool = False,
 ) -> None:
     """Implementation of ``bqas calibrate``."""
     from bqas.calibration.evaluate import EngineRequest, JudgeConfig, run_config
     from bqas.calibration.gold import GoldProblem, parse_maps
     from bqas.calibration.report import DEFINITION, calibration_report, compare_report
-    from bqas.calibration.targets import check_agreement, check_judge, load_targets
+    from bqas.calibration.targets import MISSED, UNDECIDED, check_agreement, check_judge, load_targets, outcome
     from bqas.cli.calibrate_fit import load_gold_any
     from bqas.judging.spec import JudgeFileError, JudgeRegistry, default_registry
     from bqas.settings import check_language, get_settings
@@ -257,6 +271,8 @@ def run_calibration(
         "targets_config": targets.model_dump(),
         "targets": [c.as_dict() for c in checks],
         "passed": all(c.passed for c in checks),
+        "outcome": outcome(checks),
+        "allow_not_enough_evidence": allow_undecided,
     }
     _store(doc, results, gold, judge)
     if out is not None:
@@ -273,9 +289,18 @@ def run_calibration(
         print_calibration(doc)
         if out is not None:
             typer.echo(f"written: {out / 'calibration.json'}, {out / 'calibration.html'}")
-    if not doc["passed"]:
+    if doc["outcome"] == MISSED:
         typer.echo("calibration targets missed", err=True)
         raise typer.Exit(1)
+    if doc["outcome"] == UNDECIDED:
+        undecided = [c.name for c in checks if c.status == UNDECIDED]
+        typer.echo(
+            f"not enough evidence for {', '.join(undecided)} (no target missed)"
+            + ("" if allow_undecided else "; exit 3 (--allow-not-enough-evidence: exit 0)"),
+            err=True,
+        )
+        if not allow_undecided:
+            raise typer.Exit(3)
 
 
 def _store(doc: dict[str, Any], results: list[Any], gold: GoldSet, judge: str) -> None:
@@ -298,6 +323,7 @@ def _store(doc: dict[str, Any], results: list[Any], gold: GoldSet, judge: str) -
             "figures": entry["calibration"]["overall"],
             "targets": doc["targets"],
             "passed": doc["passed"],
+            "outcome": doc["outcome"],
         }
         run_name = f"calibrate {judge} {gold.path.name} [{config.label}]"
         entry["run_id"] = store_calibration(store, run_name, config_data, outcomes, summary)

@@ -49,10 +49,11 @@ def ci_summary_cmd(
     Example: bqas ci-summary runs/pr --baseline runs/base --out "$GITHUB_STEP_SUMMARY"
 
     Exit 0 when the thresholds (calibration: targets) are met and, with --baseline, nothing regressed;
-    1 when a threshold, a target or the comparison gate is missed; 2 when the run or folder is not found
-    or unreadable.
+    1 when a threshold, a target or the comparison gate is missed; 3 when a calibration missed nothing
+    but lacks the evidence to decide a target (as `bqas calibrate`; 0 when it ran with
+    --allow-not-enough-evidence); 2 when the run or folder is not found or unreadable.
     """
-    text, passed = _render(source, baseline, max_drop, max_worse)
+    text, code = _render(source, baseline, max_drop, max_worse)
     if out is None:
         typer.echo(text)
     else:
@@ -62,8 +63,8 @@ def ci_summary_cmd(
         except OSError as exc:
             typer.echo(f"error: --out {out}: {exc.strerror or exc}", err=True)
             raise typer.Exit(2) from None
-    if not passed:
-        raise typer.Exit(1)
+    if code:
+        raise typer.Exit(code)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -73,7 +74,7 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _render(source: str, baseline: str | None, max_drop: float, max_worse: int | None) -> tuple[str, bool]:
+def _render(source: str, baseline: str | None, max_drop: float, max_worse: int | None) -> tuple[str, int]:
     folder = Path(source)
     if folder.is_dir() and (folder / "calibration.json").is_file():
         from bqas.report.markdown import calibration_markdown
@@ -85,7 +86,7 @@ def _render(source: str, baseline: str | None, max_drop: float, max_worse: int |
             raise _fail(f"{path}: not a calibration result: {exc}") from None
         if not isinstance(doc, dict) or "targets" not in doc:
             raise _fail(f"{path}: not a calibration result (no 'targets')")
-        return calibration_markdown(doc), bool(doc.get("passed"))
+        return calibration_markdown(doc), _calibration_code(doc)
     from bqas.cli.run import _store
     from bqas.report.markdown import run_markdown
     from bqas.runner.compare import compare_runs
@@ -121,7 +122,19 @@ def _render(source: str, baseline: str | None, max_drop: float, max_worse: int |
         comparison=comparison,
     )
     passed = all(t["passed"] for t in thresholds) and not (comparison and comparison[2])
-    return text, passed
+    return text, 0 if passed else 1
+
+
+def _calibration_code(doc: dict[str, Any]) -> int:
+    """The exit code of a calibration document, as `bqas calibrate` gave it (older ones: passed or not)."""
+    outcome = doc.get("outcome")
+    if outcome is None:
+        return 0 if doc.get("passed") else 1
+    if outcome == "missed":
+        return 1
+    if outcome == "not enough evidence":
+        return 0 if doc.get("allow_not_enough_evidence") else 3
+    return 0
 
 
 def _run_id(given: str, store: Any, what: str) -> str:

@@ -194,13 +194,22 @@ def _comparison_lines(baseline: str, result: Comparison, regressions: list[str])
     return out
 
 
+def _target_status(t: Mapping[str, Any]) -> str:
+    status = t.get("status") or ("met" if t.get("passed") else "missed")
+    if status == "met":
+        return "met"
+    if status == "missed":
+        return "**MISSED**"
+    more = t.get("more_needed")
+    return "not enough evidence" + (f" (about {more} more {md(t.get('more_of') or 'samples')})" if more else "")
+
+
 def calibration_markdown(doc: Mapping[str, Any]) -> str:
     """The Markdown of a ``bqas calibrate --out DIR`` result (its ``calibration.json``)."""
     ok = bool(doc.get("passed"))
-    out = [
-        f"## BQAS calibration: judge {md(doc.get('judge', '?'))} — {'✅ targets met' if ok else '❌ targets missed'}",
-        "",
-    ]
+    outcome = doc.get("outcome") or ("met" if ok else "missed")
+    head = {"met": "✅ targets met", "missed": "❌ targets missed"}.get(outcome, "⚠️ not enough evidence")
+    out = [f"## BQAS calibration: judge {md(doc.get('judge', '?'))} — {head}", ""]
     gold = doc.get("gold") or {}
     out.append(f"Gold set {md(gold.get('path', '–'))} · {gold.get('samples', '–')} samples")
     for config in doc.get("configs", []):
@@ -214,13 +223,14 @@ def calibration_markdown(doc: Mapping[str, Any]) -> str:
     if targets:
         out += ["", "### Targets", ""]
         out += _table(
-            ["target", "expected", "actual", "result"],
+            ["target", "expected", "actual", "95 % interval", "result"],
             [
                 [
                     md(t.get("name")),
                     md(_num(t.get("expected"), 3)),
                     md(_num(t.get("actual"), 3)),
-                    "met" if t.get("passed") else "**MISSED**",
+                    md("–" if not t.get("interval") else f"{t['interval'][0]:.4g}–{t['interval'][1]:.4g}"),
+                    _target_status(t),
                 ]
                 for t in targets
             ],
