@@ -192,3 +192,35 @@ def test_python_target_errors_name_the_function(tmp_path: Path, bqas_home: Path)
     missing = write_scenario(tmp_path, voice_samples(1), {"type": "python", "function": "target_functions:nope"})
     result = _run(missing, tmp_path / "p")
     assert result.exit_code == 2 and "target.function: 'target_functions' has no 'nope'" in result.output
+
+
+def test_openai_target_against_the_real_llama_cpp_engine(tmp_path: Path, bqas_home: Path, local_llm: Any) -> None:
+    """The assistant under test is a real model (SmolLM2-135M in llama.cpp): its message is the response,
+    its token counts are the assistant's figures."""
+    samples = [
+        {"id": "e1", "user_input": "Sag Hallo.", "detected_intent": "unknown", "expected_intent": "unknown"},
+        {
+            "id": "e2",
+            "expected_intent": "unknown",
+            "detected_intent": "unknown",
+            "turns": [{"user_input": "Hi!"}, {"user_input": "Und jetzt?"}],
+        },
+    ]
+    target = {
+        "type": "openai",
+        "base_url": local_llm.base_url,
+        "model": local_llm.name,
+        "max_tokens": 16,
+        "temperature": 0,
+        "concurrency": 2,
+        "timeout": 120,
+    }
+    path = write_scenario(tmp_path, samples, target)
+    result = _run(path, tmp_path / "out")
+    assert result.exit_code in (0, 1), result.output  # the tiny model's answers may miss a gate; none may fail
+    recs = {r["response_id"]: r for r in records(tmp_path / "out")}
+    assert set(recs) == {"e1", "e2#0", "e2#1"}
+    for rec in recs.values():
+        assert rec["status"] in ("scored", "unscored"), rec
+        assert isinstance(rec["inputs"]["response"], str)
+        assert rec["target"]["status"] == 200 and rec["target"]["completion_tokens"] >= 1

@@ -127,6 +127,8 @@ def test_a_secret_from_the_environment_is_nowhere(tmp_path: Path, bqas_home: Pat
         seen.append(request.headers.get("Authorization"))
         if body["text"].endswith(" 1"):
             return web.json_response({"error": "denied"}, status=403)
+        if body["text"].endswith(" 2"):  # an assistant that repeats what it was sent
+            return web.json_response({"answer": f"Du sagtest {request.headers['Authorization']}", "intent": "x"})
         return web.json_response({"answer": f"Gern: {body['text']}", "intent": "reminder"})
 
     env = {**os.environ, "BQAS_HOME": str(bqas_home), "ASSISTANT_TOKEN": token, "ASSISTANT_API_KEY": key}
@@ -151,6 +153,8 @@ def test_a_secret_from_the_environment_is_nowhere(tmp_path: Path, bqas_home: Pat
     logs = ran.stdout + ran.stderr + ran2.stdout + ran2.stderr
     failed = [r for r in records(out / "http") if r["status"] == "target_error"]
     assert len(failed) == 1 and "HTTP 403" in failed[0]["target_error"]
+    echoed = next(r for r in records(out / "http") if r["response_id"] == "s002")
+    assert echoed["inputs"]["response"] == "Du sagtest Bearer [secret ASSISTANT_TOKEN]"
     files = [p for root in (bqas_home, out) for p in root.rglob("*") if p.is_file()]
     assert any(p.name == "bqas.sqlite" for p in files) and any(p.name == "report.html" for p in files)
     for secret in (token, key):

@@ -25,6 +25,7 @@ from bqas.targets.config import (
     Target,
     TargetConfigError,
     answer_fields,
+    env_names,
     expand_env,
 )
 from bqas.targets.mapping import UnmappableReply, as_judge_text, fill, map_outputs
@@ -69,6 +70,21 @@ def _tokens(reply: TargetReply, usage: Any) -> None:
         if total is None and reply.prompt_tokens is not None and reply.completion_tokens is not None:
             total = reply.prompt_tokens + reply.completion_tokens
         reply.total_tokens = total
+
+
+# Replies larger than this are parsed and mapped in a worker thread: a few MB of JSON would hold the event
+# loop (and every judgment and request waiting on it) for tens of milliseconds.
+OFF_LOOP_BYTES = 256 * 1024
+
+
+async def _parsed(raw: bytes, then: Callable[[Any], Any] | None = None) -> Any:
+    """The reply's JSON (and ``then`` of it), in a worker thread for a large reply."""
+
+    def work() -> Any:
+        body = _json(raw)
+        return then(body) if then is not None else body
+
+    return await asyncio.to_thread(work) if len(raw) > OFF_LOOP_BYTES else work()
 
 
 def _json(raw: bytes) -> Any:
@@ -116,7 +132,17 @@ class TargetClient:
             reply.error = str(exc)
         except KeyError as exc:  # a {field} the sample lacks
             raise SampleProblem(str(exc.args[0]) if exc.args else str(exc)) from None
-        return reply
+        return scrub(reply, self.secrets())
+
+    def secrets(self) -> dict[str, str]:
+        """The values of the variables this target reads (``api_key_env``, ``${VAR}``), by name: whatever
+        echoes them (an error naming the URL, an assistant repeating a header) is stored without them."""
+        names = env_names(self.target.model_dump())
+        key_env = getattr(self.target, "api_key_env", None)
+        if key_env:
+            names.add(key_env)
+        found = {name: os.environ.get(name, "") for name in names}
+        return {name: value for name, value in found.items() if len(value) >= 4}
 
     async def _ask(self, data: dict[str, Any], conversation: Conversation, reply: TargetReply) -> None:
         raise NotImplementedError
@@ -156,7 +182,7 @@ class OpenAIClient(TargetClient):
         url = expand_env(t.base_url, "target.base_url").rstrip("/") + "/chat/completions"
         answer = await self.transport.send("POST", url, headers, payload)
         self._answered(reply, answer)
-        body = _json(answer.body)
+        body = await _parsed(answer.body)
         try:
             content = body["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
@@ -184,7 +210,7 @@ class HTTPClient(TargetClient):
         body = None if t.method == "GET" or t.body is None else fill(t.body, values, "target.body")
         answer = await self.transport.send(t.method, str(url), headers, body)
         self._answered(reply, answer)
-        mapped = map_outputs(_json(answer.body), t.outputs)
+        mapped = await _parsed(answer.body, lambda body: map_outputs(body, t.outputs))
         _tokens(reply, mapped)
         reply.fields = _judge_fields(mapped, answer_fields(t), t.outputs)
         remote = reply.fields.pop("conversation_id", None)
@@ -210,7 +236,7 @@ class DifyClient(TargetClient):
         url = expand_env(t.base_url, "target.base_url").rstrip("/") + "/chat-messages"
         answer = await self.transport.send("POST", url, _bearer(t.api_key_env, "target.api_key_env"), payload)
         self._answered(reply, answer)
-        body = _json(answer.body)
+        body = await _parsed(answer.body)
         if not isinstance(body, dict) or not isinstance(body.get("answer"), str):
             raise UnmappableReply(f"not a Dify chat-messages reply (no answer): {excerpt(answer.body)}")
         found = body.get("metadata")
@@ -269,6 +295,27 @@ class PythonClient(TargetClient):
         _tokens(reply, result)
         reply.fields = _judge_fields(dict(result), (), {})
         reply.fields.pop("conversation_id", None)
+
+
+def scrub(reply: TargetReply, secrets: dict[str, str]) -> TargetReply:
+    """``reply`` with every secret value in its error, raw reply and fields replaced by ``[secret NAME]``."""
+    if not secrets:
+        return reply
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            for name, secret in secrets.items():
+                value = value.replace(secret, f"[secret {name}]")
+            return value
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    if reply.error is not None:
+        reply.error = clean(reply.error)
+    reply.raw = clean(reply.raw)
+    reply.fields = {k: clean(v) for k, v in reply.fields.items()}
+    return reply
 
 
 def load_function(spec: str) -> Callable[..., Any]:
