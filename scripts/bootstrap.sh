@@ -10,9 +10,11 @@ if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)
   exit 2
 fi
 if [ ! -x .venv/bin/python ]; then
+  echo "bootstrap: creating .venv/ with $("$PYTHON" --version 2>&1); the first install takes a few minutes" >&2
   "$PYTHON" -m venv .venv
 fi
 if [ ! -x .venv/bin/uv ]; then
+  echo "bootstrap: installing uv (the installer) into .venv/" >&2
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==0.13.9"
 fi
 extras=()
@@ -20,5 +22,15 @@ if [ "${1:-}" = "--dev" ]; then extras=(--extra dev --extra ragas); fi
 # --inexact keeps uv itself (and anything else already there) in the venv; --frozen installs exactly the lock.
 # --compile-bytecode writes the .pyc files as pip does on install: without them every start compiles the
 # sources again (with PYTHONDONTWRITEBYTECODE set, on every start), which tripled `bqas --help`.
-UV_PYTHON_DOWNLOADS=never .venv/bin/uv sync --frozen --inexact --quiet --compile-bytecode --python .venv/bin/python "${extras[@]}"
+# Not --quiet: on a terminal uv draws its download and install bars, in a log it names what it installed.
+# A sync of the same lock, pyproject.toml and extras as last time is skipped (it would only compile every
+# installed file again, seconds on each start of demo.sh / test.sh); BQAS_BOOTSTRAP_FORCE=1 syncs anyway.
+stamp=.venv/.bqas-synced
+want="$(.venv/bin/python -c 'import hashlib, sys; print(hashlib.sha256(open("uv.lock", "rb").read() + open("pyproject.toml", "rb").read()).hexdigest(), *sys.argv[1:])' "${extras[@]}")"
+if [ "${BQAS_BOOTSTRAP_FORCE:-}" = 1 ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "bootstrap: installing what uv.lock pins into .venv/ ${extras[*]:+(${extras[*]})}" >&2
+  rm -f "$stamp"
+  UV_PYTHON_DOWNLOADS=never .venv/bin/uv sync --frozen --inexact --compile-bytecode --python .venv/bin/python "${extras[@]}"
+  echo "$want" > "$stamp"
+fi
 .venv/bin/python -m compileall -q src >/dev/null

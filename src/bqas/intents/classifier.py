@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -47,6 +47,23 @@ DEFAULT_K = 5
 LOGREG_C = 20.0
 #: Weight of the character n-gram model's log-probabilities in ``logreg``; 0 switches it off.
 CHAR_WEIGHT = 1.0
+#: Texts per embedding call when progress is reported (one call per chunk; the embedder batches inside).
+PROGRESS_CHUNK = 64
+#: ``(what, done, total)`` of a long step: embedding the examples, fitting, classifying.
+ProgressHook = Callable[[str, int, int], None]
+
+
+def _embed_reporting(embedder: Embedder, texts: list[str], what: str, on_progress: ProgressHook | None) -> Any:
+    """``embedder.embed(texts)``; with ``on_progress``, in chunks that report ``(what, done, total)``."""
+    if on_progress is None:
+        return embedder.embed(texts)
+    on_progress(what, 0, len(texts))
+    parts = []
+    for start in range(0, len(texts), PROGRESS_CHUNK):
+        chunk = texts[start : start + PROGRESS_CHUNK]
+        parts.append(embedder.embed(chunk))
+        on_progress(what, start + len(chunk), len(texts))
+    return np.concatenate(parts) if parts else embedder.embed(texts)
 
 
 @dataclass(frozen=True)
@@ -71,10 +88,12 @@ class EmbeddingIntentClassifier:
         labels: Sequence[str] | None = None,
         cache_dir: Path | None = None,
         char_weight: float = CHAR_WEIGHT,
+        on_progress: ProgressHook | None = None,
     ) -> None:
         """``cache_dir``: keep the example embeddings and the fitted weights there (one small file per
         embedder, method and example set), so later calls skip embedding the examples and fitting.
-        ``char_weight``: weight of the character n-gram features in ``logreg`` (0: embeddings only)."""
+        ``char_weight``: weight of the character n-gram features in ``logreg`` (0: embeddings only).
+        ``on_progress``: told ``(what, done, total)`` while the examples are embedded and fitted."""
         if method not in ("knn", "centroid", "logreg"):
             raise ValueError(f"method: expected logreg, centroid or knn, got {method!r}")
         if k < 1:
@@ -101,12 +120,17 @@ class EmbeddingIntentClassifier:
         if fitted is not None:
             self._x, self._weights, self._char = fitted
         else:
-            self._x = self.embedder.embed([e.text for e in self.examples]).astype(np.float64)
+            texts = [e.text for e in self.examples]
+            what = f"embedding {len(texts)} examples (once; cached)"
+            self._x = _embed_reporting(self.embedder, texts, what, on_progress).astype(np.float64)
             self._weights, self._char = None, None
             if method == "logreg" and len(self.labels) > 1:
-                texts = [e.text for e in self.examples]
+                if on_progress is not None:
+                    on_progress(f"fitting on {len(texts)} examples", 0, 1)
                 self._weights = _fit_logreg(self._x, self._y)
                 self._char = _fit_char_logreg(texts, self._y) if self.char_weight > 0 else None
+                if on_progress is not None:
+                    on_progress(f"fitting on {len(texts)} examples", 1, 1)
             if cache_dir is not None:
                 _save(cache_dir, self._cache_key(), self._x, self._weights, self._char)
         cents = np.stack([self._x[self._y == i].mean(axis=0) for i in range(len(self.labels))])
@@ -131,11 +155,12 @@ class EmbeddingIntentClassifier:
             digest.update(part.encode("utf-8", "surrogatepass") + b"\n")
         return digest.hexdigest()[:32]
 
-    def predict(self, texts: Sequence[str]) -> list[Prediction]:
-        """One prediction per text."""
+    def predict(self, texts: Sequence[str], on_progress: ProgressHook | None = None) -> list[Prediction]:
+        """One prediction per text; ``on_progress`` is told ``(what, done, total)`` while they are embedded."""
         if not texts:
             return []
-        q = self.embedder.embed(list(texts)).astype(np.float64)
+        q = _embed_reporting(self.embedder, list(texts), f"classifying {len(texts)} texts", on_progress)
+        q = q.astype(np.float64)
         sims = q @ self._x.T
         if self._weights is not None:
             logits = _log_softmax(q @ self._weights[:, :-1].T + self._weights[:, -1])

@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from bqas.intents.examples import DataError, Labelled, default_examples_path, load_label_list, load_labelled
 from bqas.jsonl import iter_json_objects
+
+if TYPE_CHECKING:
+    from bqas.cli.steps import StepHook
 
 
 def _fail(message: str) -> typer.Exit:
@@ -18,7 +21,14 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _offline_classifier(examples: Path | None, intents: Path | None, method: str, k: int, char_weight: float) -> Any:
+def _offline_classifier(
+    examples: Path | None,
+    intents: Path | None,
+    method: str,
+    k: int,
+    char_weight: float,
+    on_progress: StepHook | None = None,
+) -> Any:
     from bqas.intents.classifier import EmbeddingIntentClassifier
 
     source = examples or default_examples_path()
@@ -34,6 +44,7 @@ def _offline_classifier(examples: Path | None, intents: Path | None, method: str
             char_weight=char_weight,
             labels=labels,
             cache_dir=get_settings().cache_dir,
+            on_progress=on_progress,
         )
     except ValueError as exc:
         raise DataError(f"{source}: {exc}") from None
@@ -53,21 +64,27 @@ def _predict(
 ) -> list[dict[str, Any]]:
     """Predictions as dicts: intent (None when unscored), score or confidence, backend, reason."""
     if backend == "offline":
-        clf = _offline_classifier(examples, intents, method, k, char_weight)
+        from bqas.cli.steps import step_progress
+
+        with step_progress() as on_progress:
+            clf = _offline_classifier(examples, intents, method, k, char_weight, on_progress)
+            predictions = clf.predict(texts, on_progress)
         return [
             {"intent": p.label, "score": round(p.score, 4), "nearest": round(p.nearest, 4), "backend": "offline"}
-            for p in clf.predict(texts)
+            for p in predictions
         ]
     if backend != "llm":
         raise DataError(f"--backend: expected offline or llm, got {backend!r}")
     if examples is not None or intents is not None:
         raise DataError("--examples/--intents apply to the offline classifier; the LLM judge has the 19 intents")
+    from bqas.cli.steps import step_progress
     from bqas.intents.llm import classify_with_judge
     from bqas.judging.factory import LLMOverrides, build_engine
     from bqas.settings import get_settings
 
     engine = build_engine(get_settings(), backend="llm", language=language, overrides=LLMOverrides(base_url, model))
-    preds = asyncio.run(classify_with_judge(engine, texts, language=language))
+    with step_progress() as on_progress:
+        preds = asyncio.run(classify_with_judge(engine, texts, language=language, on_progress=on_progress))
     return [
         {"intent": p.label, "confidence": p.confidence, "backend": "llm"}
         | ({"unscored": p.reason} if p.label is None else {})
