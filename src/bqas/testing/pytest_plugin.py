@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,11 +93,59 @@ class Judgment:
         dims = self.record.get("dimensions") or {}
         return {name: d.get("value") if d.get("measured", True) else None for name, d in dims.items()}
 
-    def __repr__(self) -> str:  # what pytest shows when an assert on it fails
+    @property
+    def failed_gates(self) -> list[str]:
+        """The pass/fail dimensions that failed (a failed gate fails the verdict whatever the composite)."""
+        dims = self.record.get("dimensions") or {}
+        return [name for name, d in dims.items() if isinstance(d, Mapping) and d.get("value") == "fail"]
+
+    def __repr__(self) -> str:
+        # pytest cuts an assert message's repr at 240 characters: the verdict and the failed gates first, a
+        # short reason; the whole judgment is the "BQAS judgments" section of the failure (explain()).
+        reason = str(self.unscored_reason or self.record.get("reasoning") or "")
+        if len(reason) > 100:
+            reason = reason[:99] + "…"
         return (
-            f"Judgment(verdict={self.verdict!r}, composite={self.composite_score!r}, dimensions={self.dimensions!r}, "
-            f"escalation={self.escalation!r}, reason={self.unscored_reason or self.record.get('reasoning')!r})"
+            f"Judgment(verdict={self.verdict!r}, composite={self.composite_score!r}, "
+            f"failed_gates={self.failed_gates!r}, reason={reason!r})"
         )
+
+    def explain(self) -> str:
+        """The judgment in full for a person: verdict, failed gates with their notes, every dimension,
+        escalation and the judge's reasoning (what a failing test shows under "BQAS judgments")."""
+        r = self.record
+        composite = r.get("composite_score")
+        head = (
+            f"{r.get('sample_id') or r.get('response_id')} · judge {r.get('judge')}: {self.verdict or r.get('status')}"
+        )
+        if composite is not None:
+            head += f" (composite {composite:g})" if isinstance(composite, int | float) else f" (composite {composite})"
+        lines = [head]
+        dims = r.get("dimensions") or {}
+        for name in self.failed_gates:
+            note = dims[name].get("note")
+            lines.append(f"  failed gate: {name}" + (f" — {note}" if note else ""))
+        shown = []
+        for name, d in dims.items():
+            if not isinstance(d, Mapping):
+                continue
+            value = d.get("value")
+            if not d.get("measured", True) or value is None:
+                shown.append(f"{name} not measured")
+            else:
+                shown.append(f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}")
+        if shown:
+            lines.append("  dimensions: " + " · ".join(shown))
+        if r.get("escalation"):
+            why = "; ".join(str(x) for x in r.get("escalation_reasons") or [])
+            lines.append(f"  escalation: {r['escalation']}" + (f" ({why})" if why else ""))
+        if self.unscored_reason:
+            lines.append(f"  unscored: {self.unscored_reason}")
+        if r.get("reasoning"):
+            lines.append(f"  reasoning: {r['reasoning']}")
+        for error in r.get("errors") or []:
+            lines.append(f"  error: {error}")
+        return "\n".join(lines)
 
 
 @dataclass
@@ -129,6 +177,7 @@ class Batch:
 
     def assert_thresholds(self, **gates: Any) -> None:
         """Fail the test, naming each missed gate with its actual value, unless every gate is met."""
+        __tracebackhide__ = True
         missed = [t for t in self.check_thresholds(**gates) if not t["passed"]]
         if missed:
             lines = [f"{t['name']}: expected {t['expected']}, got {t['actual']}" for t in missed]
@@ -141,6 +190,7 @@ class _Session:
 
     config: pytest.Config
     records: list[dict[str, Any]] = field(default_factory=list)
+    by_test: dict[str, list[Judgment]] = field(default_factory=dict)  # shown when that test fails
     _engine: Any = None
     _targets: Any = None
     _loop: Any = None
@@ -176,6 +226,7 @@ class _Session:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def judge(self, judge: str, samples: list[Mapping[str, Any]], nodeid: str, language: str | None) -> list[Judgment]:
+        __tracebackhide__ = True  # a failure points at the test's line, not into the plugin
         from bqas.runner.dataset import DatasetItem
         from bqas.runner.execute import WorkItem, judge_one
         from bqas.runner.scenario import Scenario
@@ -222,7 +273,9 @@ class _Session:
             pytest.fail(
                 "bqas_judge: the assistant gave no usable answer: " + "; ".join(r["target_error"] for r in failed)
             )
-        return [Judgment(r) for r in records]
+        judgments = [Judgment(r) for r in records]
+        self.by_test.setdefault(nodeid, []).extend(judgments)
+        return judgments
 
     def targets(self) -> Any:
         """The target stage of ``--bqas-target`` (None without one); nothing of it is stored but the records."""
@@ -329,9 +382,11 @@ class _Judge:
         self._nodeid = nodeid
 
     def __call__(self, judge: str, sample: Mapping[str, Any], *, language: str | None = None) -> Judgment:
+        __tracebackhide__ = True
         return self._session.judge(judge, [sample], self._nodeid, language)[0]
 
     def batch(self, judge: str, samples: Iterable[Mapping[str, Any]], *, language: str | None = None) -> Batch:
+        __tracebackhide__ = True
         items = list(samples)
         if not items:
             raise ValueError("bqas_judge.batch: no samples")
@@ -342,6 +397,34 @@ class _Judge:
 def bqas_judge(_bqas_session: _Session, request: pytest.FixtureRequest) -> _Judge:
     """Judge samples with BQAS inside a test; every judgment joins the session's BQAS run."""
     return _Judge(_bqas_session, request.node.nodeid)
+
+
+#: Judgments of a failed test shown in full; a batch's worst first, then the rest counted.
+_SHOWN_JUDGMENTS = 10
+_VERDICT_ORDER = {"failed": 0, "unscored": 1, "invalid": 1, "needs_review": 2, "production_ready": 3}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed test that judged something gets a "BQAS judgments" section: each judgment's verdict,
+    failed gates, dimensions and reasoning, whatever the assert looked at."""
+    report = yield
+    if report.when == "call" and report.failed:
+        state = item.config.stash.get(_SESSION, None)
+        judgments = state.by_test.pop(item.nodeid, []) if state is not None else []
+        if judgments:
+            worst = sorted(judgments, key=lambda j: _VERDICT_ORDER.get(str(j.verdict or j.status), 4))
+            text = "\n".join(j.explain() for j in worst[:_SHOWN_JUDGMENTS])
+            if len(worst) > _SHOWN_JUDGMENTS:
+                text += f"\n… and {len(worst) - _SHOWN_JUDGMENTS} more judgments of this test (bqas show RUN)"
+            report.sections.append(("BQAS judgments", text))
+    elif report.when == "teardown":
+        state = item.config.stash.get(_SESSION, None)
+        if state is not None:
+            state.by_test.pop(item.nodeid, None)
+    return report
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
