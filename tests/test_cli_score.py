@@ -87,3 +87,36 @@ def test_judges_lists_all_and_shows_the_chinese_prompt() -> None:
     assert "safety pass|fail" in voice["outputs"]
     prompt = runner.invoke(app, ["judges", "--language", "zh", "--prompt", "voice"]).output
     assert "{user_input}" in prompt and "意图" in prompt
+
+
+def test_score_reads_csv_as_a_scenario_dataset_does(tmp_path: Path, bqas_home: Path) -> None:
+    # A spreadsheet export: BOM, semicolons, a JSON list in a cell (available_facts).
+    path = tmp_path / "rag.csv"
+    path.write_text(
+        "\ufeffid;query;response;available_facts\n"
+        'r1;Wie schwer ist das Gerät?;Das Gerät wiegt 7370 kg.;"[""Gesamtgewicht 7370 kg""]"\n'
+        'r2;Wie schwer ist das Gerät?;Das Gerät wiegt 7730 kg.;"[""Gesamtgewicht 7370 kg""]"\n',
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(app, ["score", str(path), "-j", "rag_hallucination", "--backend", "offline"])
+    assert result.exit_code in (0, 1), result.output
+    records = [json.loads(line) for line in result.stdout.strip().splitlines()]
+    assert [r["response_id"] for r in records] == ["r1", "r2"]
+    assert all(r["judge"] == "rag_hallucination" and r["status"] in ("scored", "unscored") for r in records)
+    assert records[0]["dimensions"]["grounding_score"]["measured"] is True
+
+
+def test_score_csv_with_a_missing_column_names_the_row_and_field(tmp_path: Path, bqas_home: Path) -> None:
+    path = tmp_path / "voice.csv"
+    path.write_text(
+        "user_input,detected_intent,response,expected_intent\n"
+        "Erinnere mich morgen,reminder,Mache ich.,reminder\n"
+        "Erinnere mich morgen,reminder,,reminder\n",
+        encoding="utf-8",
+    )
+    ok = CliRunner().invoke(app, ["score", str(path), "--backend", "offline", "--max-unscored", "2"])
+    assert ok.exit_code == 0, ok.output  # an empty cell is an empty answer, not a missing field
+    path.write_text("user_input,detected_intent\nErinnere mich morgen,reminder\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["score", str(path), "--backend", "offline"])
+    assert result.exit_code == 2
+    assert f"{path}:2: field response: missing" in result.output

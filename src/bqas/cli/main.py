@@ -124,7 +124,11 @@ def judges_cmd(
 
 def score_cmd(
     source: Annotated[
-        str, typer.Argument(metavar="SOURCE", help="A JSON file (one object, or JSON Lines), or - for stdin.")
+        str,
+        typer.Argument(
+            metavar="SOURCE",
+            help="A JSON file (one object, or JSON Lines), a .csv file (header row; JSON cells for lists), or - for stdin (JSON).",
+        ),
     ],
     judge: Annotated[
         str, typer.Option("--judge", "-j", help="Judge to apply, e.g. voice (see `bqas judges`).")

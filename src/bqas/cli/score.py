@@ -18,8 +18,11 @@ from bqas.untrusted import FILE_ERRORS, UntrustedValueError, loads
 
 
 def read_samples(source: str) -> list[tuple[int, dict[str, Any]]]:
-    """Samples with their line numbers from a JSON object or JSON Lines; ValueError names the line."""
+    """Samples with their line numbers from a JSON object, JSON Lines or (a ``.csv`` file) CSV, read as a
+    scenario's dataset is; ValueError names the line (and field)."""
     name = "<stdin>" if source == "-" else source
+    if source != "-" and source.lower().endswith(".csv"):
+        return _read_csv(Path(source))
     try:
         # Bytes that are not UTF-8 are kept as lone surrogates, which bqas.untrusted then reports
         # with their line and field (rather than a decode error for the whole input).
@@ -48,6 +51,23 @@ def read_samples(source: str) -> list[tuple[int, dict[str, Any]]]:
         if row.value is None:
             raise ValueError(row.error(name))
         samples.append((row.line, row.value))
+    return samples
+
+
+def _read_csv(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """A CSV file's rows (header on line 1, delimiter detected, JSON cells parsed) as for ``bqas run``;
+    the first bad row is a ValueError naming its line."""
+    from bqas.runner.dataset import iter_csv
+
+    if not path.is_file():
+        raise ValueError(f"{path}: cannot read: no such file")
+    samples = []
+    for item in iter_csv(path):
+        if item.error is not None:
+            raise ValueError(item.error)
+        samples.append((item.line, item.data))
+    if not samples:
+        raise ValueError(f"{path}: no rows below the header")
     return samples
 
 

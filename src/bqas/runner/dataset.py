@@ -171,6 +171,11 @@ def _iter_csv(path: Path, mapping: dict[str, str]) -> Iterator[DatasetItem]:
             yield DatasetItem(line_no, _sample_id(data, line_no), data)
 
 
+def iter_csv(path: Path) -> Iterator[DatasetItem]:
+    """A CSV file's samples as a scenario reads them, without a mapping (``bqas score`` reads CSV so)."""
+    return _iter_csv(path, {})
+
+
 def count_items(scenario: Scenario) -> int:
     """Number of samples (cheap streaming count, for the progress bar)."""
     path = scenario.dataset_path()
