@@ -251,3 +251,18 @@ def test_compare_reports_differences_and_gates_regressions(tmp_path: Path, bqas_
     assert len(data["changes"]) == 6 and all(c["direction"] == "worse" for c in data["changes"])
     assert runner.invoke(app, ["compare", old, new, "--max-drop", "30"]).exit_code == 0
     assert runner.invoke(app, ["compare", old, "r-nope"]).exit_code == 2
+
+
+def test_compare_of_runs_with_no_sample_in_common_is_a_usage_error(tmp_path: Path, bqas_home: Path) -> None:
+    runner = CliRunner()
+    first = _scenario(tmp_path, [_sample(i) for i in range(2)], backend="offline")
+    assert runner.invoke(app, ["run", str(first), "--no-progress", "--out", str(tmp_path / "a")]).exit_code in (0, 1)
+    other = tmp_path / "other"
+    other.mkdir()
+    second = _scenario(other, [{**_sample(i), "id": f"other-{i}"} for i in range(3)], backend="offline")
+    assert runner.invoke(app, ["run", str(second), "--no-progress", "--out", str(tmp_path / "b")]).exit_code in (0, 1)
+    new, old = (r["id"] for r in json.loads(runner.invoke(app, ["runs", "--json"]).output)[:2])
+    for extra in ([], ["--json"]):
+        result = runner.invoke(app, ["compare", old, new, *extra])
+        assert result.exit_code == 2, result.output
+        assert "have no sample in common" in result.stderr and "only in A: 2, only in B: 3" in result.stderr

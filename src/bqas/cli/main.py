@@ -345,7 +345,8 @@ def compare_cmd(
     """Compare two runs: per-dimension mean differences with bootstrap CIs and changed verdicts.
 
     Warns when the runs did not judge the same data or the same judge configuration (content hashes);
-    with --strict that is an error (exit 2).
+    with --strict that is an error (exit 2). Runs with no sample in common (by sample id and judge) are
+    a usage error (exit 2): there is nothing to compare.
 
     Example: bqas compare r-20261128-0900-ab12 r-20261129-0900-cd34 --max-drop 1.5
     """

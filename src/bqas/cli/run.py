@@ -440,6 +440,14 @@ def compare(
         typer.echo("error: --strict: the runs are not comparable", err=True)
         raise typer.Exit(2)
     result = compare_runs(settled_records(store, a.id), settled_records(store, b.id))
+    if result.matched == 0:
+        # Nothing to pair: no difference and no regression can be measured, which is no pass.
+        typer.echo(
+            f"error: {a.id} and {b.id} have no sample in common (by sample id and judge; only in A: "
+            f"{result.only_a}, only in B: {result.only_b}): compare two runs of the same dataset",
+            err=True,
+        )
+        raise typer.Exit(2)
     regressed = result.regressions(max_drop, max_worse)
     if as_json:
         typer.echo(
