@@ -12,11 +12,20 @@
 #   BQAS_MAX_DROP, BQAS_MAX_WORSE  the comparison gate (as for `bqas compare`)
 #   BQAS_ARGS            extra arguments for `bqas run` / `bqas calibrate` (split on spaces)
 #   BQAS_TARGET          the assistant under test for `bqas run --target` (a YAML file or inline YAML)
+#   BQAS_HOME            the store (default: a new folder under $RUNNER_TEMP, never the user's checkout)
 #   GITHUB_EVENT_NAME, GITHUB_BASE_REF, GITHUB_STEP_SUMMARY, GITHUB_OUTPUT: set by GitHub Actions
 # Exit code (also written as exit-code to $GITHUB_OUTPUT): 0 passed, 1 thresholds/targets missed or a
 # regression against the base branch, 2 usage, configuration or input error. With GITHUB_OUTPUT set the
 # script itself exits 0, so that the action still uploads the artifacts; its last step exits with the code.
 set -uo pipefail
+
+# The store of the two runs (base and pull request) lives outside the user's checkout: a .bqas/ folder in
+# the repository would show up as untracked (and could be committed by a later step). BQAS_HOME set by
+# the workflow wins.
+if [[ -z "${BQAS_HOME:-}" ]]; then
+    BQAS_HOME="$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/bqas-home.XXXXXX")"
+    export BQAS_HOME
+fi
 
 out="${BQAS_OUT:-bqas-out}"
 mkdir -p "$out"

