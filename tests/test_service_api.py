@@ -379,3 +379,43 @@ def test_dify_fixed_judges_and_retrieval_repr_are_accepted(svc: Service) -> None
     bad = {**body, "contexts": [{"title": "vida.md"}]}
     r = httpx.post(f"{svc.url}/api/score", json=bad, headers=_auth(svc.key_a))
     assert r.status_code == 422 and "contexts[0]" in r.text and "content" in r.text
+
+
+def _validator_for(schema: dict[str, Any], sub: dict[str, Any]) -> Any:
+    """A JSON Schema validator for ``sub`` of the OpenAPI document (its $refs resolve in the document)."""
+    import jsonschema
+
+    document = {**sub, "components": schema["components"]}
+    return jsonschema.Draft202012Validator(document)
+
+
+def test_openapi_types_the_result_records(svc: Service) -> None:
+    # Dify and client generators read the record's fields from the schema, not "array of object".
+    schema = httpx.get(f"{svc.url}/openapi.json").json()
+    comps = schema["components"]["schemas"]
+    record = comps["ResultRecord"]["properties"]
+    for name in ("response_id", "judge", "verdict", "composite_score", "status", "escalation", "reasoning"):
+        assert name in record, name
+    assert record["dimensions"]["additionalProperties"] == {"$ref": "#/components/schemas/DimensionProvenance"}
+    assert comps["ResultRecord"]["additionalProperties"] is True  # the dimension values at the top level
+    assert {"metric", "value", "judge_language"} <= set(comps["MetricRecord"]["properties"])
+    ok = schema["paths"]["/api/score"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert ok["type"] == "array"
+    assert {v["$ref"] for v in ok["items"]["anyOf"]} == {
+        "#/components/schemas/ResultRecord",
+        "#/components/schemas/MetricRecord",
+    }
+    job = comps["JobStatus"]["properties"]
+    assert job["turns"]["anyOf"][0]["items"] == {"$ref": "#/components/schemas/TurnRecord"}
+    # The real answers are valid against the schema they are documented by.
+    answer = httpx.post(f"{svc.url}/api/score", json=RAG, headers=_auth(svc.key_a))
+    _validator_for(schema, ok).validate(answer.json())
+    assert answer.json()[0]["grounding_score"] is not None  # a dimension's value at the top level
+    body = {"judges": ["voice"], "language": "de", "turns": [VOICE_TURN, VOICE_TURN]}
+    accepted = httpx.post(f"{svc.url}/api/score/session_async", json=body, headers=_auth(svc.key_a)).json()
+    done = _wait(svc.url, svc.key_a, accepted["job_id"])
+    _validator_for(schema, {"$ref": "#/components/schemas/JobStatus"}).validate(done)
+    single = httpx.post(f"{svc.url}/api/score/async", json=RAG, headers=_auth(svc.key_a)).json()
+    _validator_for(schema, {"$ref": "#/components/schemas/JobStatus"}).validate(
+        _wait(svc.url, svc.key_a, single["job_id"])
+    )

@@ -40,6 +40,8 @@ from bqas.service.models import (
     Health,
     JobAccepted,
     JobStatus,
+    MetricRecord,
+    ResultRecord,
     ScoreRequest,
     SessionScoreRequest,
     check_judge_language,
@@ -289,7 +291,7 @@ def create_app(
         summary="Score one sample now",
         description="Judges the sample with every judge in `judges` and every RAGAS metric in `metrics` and "
         "returns one result record per judge/metric. 503 with Retry-After when the LLM is unreachable.",
-        response_model=list[dict[str, Any]],
+        response_model=list[ResultRecord | MetricRecord],
         responses={
             401: {"description": "no valid API key"},
             429: {"description": "rate limit"},
@@ -422,11 +424,11 @@ def create_app(
         response_model=JobStatus,
         responses={404: {"description": "no such job for this tenant"}},
     )
-    async def job_status(job_id: str, tenant: Tenant) -> JobStatus:
+    async def job_status(job_id: str, tenant: Tenant) -> Response:
         job = await run_in_threadpool(get_job, state.store, job_id, tenant)
         if job is None:
             raise HTTPException(status_code=404, detail=f"no job {job_id!r}")
-        return await run_in_threadpool(status_view, state.store, job)
+        return FastJSON(await run_in_threadpool(status_view, state.store, job))
 
     async def database_state() -> str:
         try:

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from bqas.service.models import JobStatus, ScoreRequest, SessionScoreRequest
+from bqas.service.models import ScoreRequest, SessionAggregate, SessionScoreRequest
 from bqas.service.scoring import ScoreCall
 from bqas.store.db import Store
 from bqas.store.service import JobView, create_job, create_job_once, job_items
@@ -95,8 +95,10 @@ def job_calls(job: JobView) -> list[ScoreCall]:
     return [ScoreCall(fields=single.fields(), response_id=single.response_id or job.id, **common)]
 
 
-def status_view(store: Store, job: JobView) -> JobStatus:
-    """The answer of ``GET /api/jobs/{id}``; results only once the job is done."""
+def status_view(store: Store, job: JobView) -> dict[str, Any]:
+    """The answer of ``GET /api/jobs/{id}`` (documented by :class:`JobStatus`); results only once the
+    job is done. The stored records are sent as they are: validating each against the documented record
+    would only cost time and could refuse a record an older version stored."""
     results: list[dict[str, Any]] | None = None
     turns: list[dict[str, Any]] | None = None
     if job.status == "done":
@@ -105,16 +107,19 @@ def status_view(store: Store, job: JobView) -> JobStatus:
             turns = items
         else:
             results = list(items[0]["results"]) if items else []
-    return JobStatus(
-        job_id=job.id,
-        kind="session" if job.kind == "session" else "score",
-        status=job.status,  # type: ignore[arg-type]
-        progress={"done": job.done, "total": job.total},  # type: ignore[arg-type]
-        results=results,
-        turns=turns,
-        aggregate=job.aggregate if job.kind == "session" and job.status == "done" else None,  # type: ignore[arg-type]
-        error=job.error,
-        created_at=job.created_at.isoformat(),
-        updated_at=job.updated_at.isoformat(),
-        finished_at=job.finished_at.isoformat() if job.finished_at else None,
-    )
+    aggregate = None
+    if job.kind == "session" and job.status == "done" and job.aggregate is not None:
+        aggregate = SessionAggregate.model_validate(job.aggregate).model_dump(mode="json")
+    return {
+        "job_id": job.id,
+        "kind": "session" if job.kind == "session" else "score",
+        "status": job.status,
+        "progress": {"done": job.done, "total": job.total},
+        "results": results,
+        "turns": turns,
+        "aggregate": aggregate,
+        "error": job.error,
+        "created_at": job.created_at.isoformat(),
+        "updated_at": job.updated_at.isoformat(),
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+    }

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bqas.judging.result import JudgmentResult
 from bqas.service.config import JUDGE_LANGUAGES
 from bqas.service.dify import read_contexts, split_names
 from bqas.untrusted import UntrustedValueError, check_value
@@ -157,6 +158,45 @@ class SessionScoreRequest(ScoreRequest):
         return {**base, **turn_values}
 
 
+class ResultRecord(JudgmentResult):
+    """One judge's result record, as ``bqas score`` prints it and ``results.jsonl`` holds it.
+
+    Besides these fields, each dimension's value also stands at the top level under its name
+    (``intent_accuracy``, ``safety``, ``grounding_score`` …, the seed's keys) and so does each non-graded
+    output (``hallucinated_claims``, ``detected_pii`` …); ``dimensions`` says who produced each value.
+    """
+
+    # Documents the answers (OpenAPI); the service sends the records as they are, unvalidated.
+    model_config = ConfigDict(extra="allow")
+
+
+class MetricRecord(BaseModel):
+    """One RAGAS metric's result record (``metrics`` in the request)."""
+
+    model_config = ConfigDict(extra="allow")
+    metric: str = Field(description="faithfulness, answer_relevancy, context_recall, …")
+    value: float | None = Field(description="the metric's value, 0-1; None when unscored")
+    status: Literal["scored", "unscored"]
+    unscored_reason: str | None = None
+    judge_language: str
+    prompt_language: str | None = None
+    backend: Literal["ragas"] = "ragas"
+    model: str | None = None
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    errors: list[str] = Field(default_factory=list)
+
+
+class TurnRecord(BaseModel):
+    """The results of one turn of a session job, in turn order."""
+
+    turn: int
+    response_id: str
+    results: list[ResultRecord | MetricRecord]
+
+
 class JobAccepted(BaseModel):
     """Answer to an asynchronous submission."""
 
@@ -184,14 +224,15 @@ class SessionAggregate(BaseModel):
 
 
 class JobStatus(BaseModel):
-    """State of a job; ``results`` when done (``turns`` for sessions), ``error`` when failed."""
+    """State of a job; ``results`` when done (``turns`` for sessions), ``error`` when failed. Documents
+    ``GET /api/jobs/{id}``; the answer is built by :func:`bqas.service.jobs.status_view`."""
 
     job_id: str
     kind: Literal["score", "session"]
     status: JobState
     progress: Progress
-    results: list[dict[str, Any]] | None = None
-    turns: list[dict[str, Any]] | None = None
+    results: list[ResultRecord | MetricRecord] | None = None
+    turns: list[TurnRecord] | None = None
     aggregate: SessionAggregate | None = None
     error: str | None = None
     created_at: str
