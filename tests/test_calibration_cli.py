@@ -102,6 +102,11 @@ def test_offline_end_to_end(tmp_path: Path, bqas_home: Path) -> None:
     assert targets["fpr"]["status"] == "not enough evidence" and targets["fpr"]["more_of"] == "people-accepted samples"
     assert doc["outcome"] == "not enough evidence" and doc["passed"] is False
     assert overall["reject"]["fnr"]["interval_method"] == "clopper-pearson"
+    # The time target is judged on the judgments' own work; the queue wait and wall / N are beside it.
+    assert targets["latency_mean_ms"]["actual"] == overall["service_ms"]["mean"]
+    assert overall["queue_ms"]["n"] == 5 and overall["throughput_ms"]["per_sample"] > 0
+    for name in ("service_ms", "queue_ms", "latency_ms"):
+        assert overall[name]["mean"] is not None
     assert "positive = the response should be rejected" in doc["definition"]
     saved = json.loads((out / "calibration.json").read_text(encoding="utf-8"))
     assert saved["configs"][0]["calibration"] == doc["configs"][0]["calibration"]

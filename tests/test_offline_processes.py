@@ -75,7 +75,8 @@ async def _records(engine: JudgeEngine) -> list[dict[str, Any]]:
     )
     records = [r.to_record() for r in results]
     for rec in records:
-        rec.pop("latency_ms")
+        for key in ("latency_ms", "service_ms", "queue_ms"):
+            rec.pop(key)
     return records
 
 
@@ -151,7 +152,8 @@ async def test_a_killed_worker_does_not_lose_the_judgment(processes: None) -> No
         os.kill(pid, signal.SIGKILL)
     after = (await engine.evaluate("voice", VOICE, response_id="a", language="de")).to_record()
     assert engine.dispatch.mode == "threads"
-    before.pop("latency_ms"), after.pop("latency_ms")
+    for key in ("latency_ms", "service_ms", "queue_ms"):
+        before.pop(key), after.pop(key)
     assert after == before
     # A later engine gets a new pool (the broken one is not handed out again).
     fresh = _engine()
@@ -227,7 +229,7 @@ def _run_cli(tmp_path: Path, name: str, extra: list[str] | None = None) -> list[
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 0, result.output
     lines = (folder / "out" / "results.jsonl").read_text(encoding="utf-8").splitlines()
-    volatile = ("latency_ms", "run_id", "created_at", "finished_at")
+    volatile = ("latency_ms", "service_ms", "queue_ms", "run_id", "created_at", "finished_at")
     return sorted(
         ({k: v for k, v in json.loads(line).items() if k not in volatile} for line in lines),
         key=lambda r: str(r["sample_id"]),
@@ -325,7 +327,8 @@ def test_bqas_score_goes_through_the_same_rule(
         assert result.exit_code == 0, result.output
         assert len(dispatch._POOLS) == pools  # 3 samples: threads below a threshold of 4, processes at 3
         lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-        outputs[threshold] = [{k: v for k, v in r.items() if k != "latency_ms"} for r in lines]
+        timings = ("latency_ms", "service_ms", "queue_ms")
+        outputs[threshold] = [{k: v for k, v in r.items() if k not in timings} for r in lines]
     assert len(outputs["3"]) == 3 and outputs["3"] == outputs["4"]
 
 

@@ -97,7 +97,7 @@ def _normalised(folder: Path) -> dict[str, Any]:
     records = []
     for line in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
-        for key in ("run_id", "latency_ms"):
+        for key in ("run_id", "latency_ms", "service_ms", "queue_ms"):
             rec.pop(key, None)
         records.append(rec)
     rid = re.compile(r"r-\d{8}-\d{6}-[0-9a-f]{4}")

@@ -54,7 +54,7 @@ def _dataset(tmp_path: Path) -> Path:
 
 def _no_latency(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _no_latency(v) for k, v in value.items() if k != "latency_ms"}
+        return {k: _no_latency(v) for k, v in value.items() if k not in ("latency_ms", "service_ms", "queue_ms")}
     if isinstance(value, list):
         return [_no_latency(v) for v in value]
     return value

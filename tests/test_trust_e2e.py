@@ -170,6 +170,13 @@ def test_fit_run_review_refit(tmp_path: Path, llm_env: ScriptedLLM, monkeypatch:
         client.get(local.start_path)
         page = client.get(f"/review/runs/{run_id}").text
     assert 'id="guarantees"' in page and statement in page and line in page
+    # Where the judgments' time went: own work (service) and queue wait, apart, in every view of the run.
+    assert "evaluation time per judgment: service (own work) mean" in run.output
+    assert 'id="timing"' in html and "queue wait (worker, LLM slot) mean" in html
+    assert '<property name="timing.service_mean_ms"' in junit and '<property name="timing.queue_mean_ms"' in junit
+    assert 'id="run-timing"' in page
+    summary = json.loads(CliRunner().invoke(app, ["show", run_id, "--json"]).stdout)
+    assert summary["summary"]["service_ms"]["n"] == len(records) and summary["summary"]["queue_ms"]["n"] == len(records)
 
     # The review queue (local tenant) holds the escalated ones with the reason.
     from bqas.review.queue import ItemFilter, list_items, submit_review

@@ -77,6 +77,15 @@ def test_tenant_profile_decides_and_metrics_show_it(service: tuple[str, str, str
     assert (
         f'bqas_trust_guaranteed_max{{judge="rag_privacy",profile="{pid}",target="fnr",tier="offline"}} 0.02' in metrics
     )
+    precision = (
+        f'bqas_trust_guaranteed_precision_min{{judge="rag_privacy",profile="{pid}",side="accept",tier="offline"}}'
+    )
+    assert f"{precision} 0.9" in metrics
+    # A judgment's own work and its wait for a worker, each its own histogram (not the job queue's gauges).
+    assert rec["service_ms"] >= 0 and rec["queue_ms"] >= 0
+    assert rec["service_ms"] + rec["queue_ms"] == pytest.approx(rec["latency_ms"], abs=0.01)
+    assert 'bqas_judgment_service_seconds_count{judge="rag_privacy"} 2.0' in metrics
+    assert 'bqas_judgment_queue_wait_seconds_count{judge="rag_privacy"} 2.0' in metrics
 
 
 def test_hostile_answer_over_http_keeps_p_reject_a_number(service: tuple[str, str, str, str, str]) -> None:

@@ -43,6 +43,19 @@ def _latency(lat: dict[str, Any]) -> str:
     return f"mean {lat['mean']:.1f}{span} · p50 {lat['p50']:.1f} · p95 {lat['p95']:.1f} ms"
 
 
+def _timing_rows(block: dict[str, Any]) -> list[tuple[str, str]]:
+    """Service time (the judgment's own work: what the time target is judged on), the queue wait beside it,
+    end to end, and the throughput time (wall / N)."""
+    rows = [("time: service (own work)", _latency(block.get("service_ms") or block["latency_ms"]))]
+    if block.get("queue_ms"):
+        rows.append(("time: queue wait (worker, LLM slot)", _latency(block["queue_ms"])))
+    rows.append(("time: end to end (service + queue)", _latency(block["latency_ms"])))
+    if block.get("throughput_ms"):
+        t = block["throughput_ms"]
+        rows.append(("time: throughput (wall / N)", f"{t['per_sample']:.1f} ms ({t['wall_s']:.1f} s in all)"))
+    return rows
+
+
 def _block_tables(console: Console, title: str, block: dict[str, Any]) -> None:
     r = block["reject"]
     t = Table(title=escape(title))
@@ -57,7 +70,7 @@ def _block_tables(console: Console, title: str, block: dict[str, Any]) -> None:
         ("Cohen's κ (accept/reject)", _fig(r["kappa"])),
         ("verdict agreement", _fig(block["verdicts"]["agreement"], True)),
         ("Cohen's κ (verdict)", _fig(block["verdicts"]["kappa"])),
-        ("latency", _latency(block["latency_ms"])),
+        *_timing_rows(block),
     ]
     for k, v in rows:
         t.add_row(k, escape(v))
@@ -96,7 +109,17 @@ def _languages(console: Console, by_language: dict[str, Any]) -> None:
     if len(by_language) < 2:
         return
     t = Table(title="by language")
-    for col in ("language", "n", "FPR", "FNR", "accuracy", "verdict agreement", "κ (verdict)", "abstention", "latency"):
+    for col in (
+        "language",
+        "n",
+        "FPR",
+        "FNR",
+        "accuracy",
+        "verdict agreement",
+        "κ (verdict)",
+        "abstention",
+        "service time",
+    ):
         t.add_column(col)
     for lang, b in by_language.items():
         t.add_row(
@@ -111,7 +134,7 @@ def _languages(console: Console, by_language: dict[str, Any]) -> None:
                     _fig(b["verdicts"]["agreement"], True),
                     _fig(b["verdicts"]["kappa"]),
                     _fig(b["abstention_rate"], True),
-                    _latency(b["latency_ms"]),
+                    _latency(b.get("service_ms") or b["latency_ms"]),
                 )
             ),
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,10 +115,22 @@ async def judge_all(
 
 def run_config(
     config: JudgeConfig, request: EngineRequest, judge: str, samples: list[GoldSample], concurrency: int
-) -> tuple[list[Outcome], list[tuple[int, str]], str | None]:
-    """Build the engine, judge the samples; returns outcomes, refusals and the model used (if any)."""
+) -> tuple[list[Outcome], list[tuple[int, str]], str | None, float]:
+    """Build the engine, judge the samples; returns outcomes, refusals, the model used (if any) and the
+    wall-clock seconds the judging took (model loading excluded: it happens before the first clock)."""
     engine = engine_for(config, request)
     engine.registry.get(judge)
     model = engine.llm.config.model if engine.llm is not None else None
-    outcomes, refused = asyncio.run(judge_all(engine, judge, samples, concurrency))
-    return outcomes, refused, model
+    (outcomes, refused), wall = asyncio.run(_timed_all(engine, judge, samples, concurrency))
+    return outcomes, refused, model, wall
+
+
+async def _timed_all(
+    engine: JudgeEngine, judge: str, samples: list[GoldSample], concurrency: int
+) -> tuple[tuple[list[Outcome], list[tuple[int, str]]], float]:
+    """:func:`judge_all` and its wall-clock seconds, the models loaded before the clock starts."""
+    if engine.tiers[0]:
+        await engine.dispatch.prepare()
+    started = time.perf_counter()
+    done = await judge_all(engine, judge, samples, concurrency)
+    return done, time.perf_counter() - started

@@ -59,6 +59,17 @@ def _latency(lat: dict[str, Any]) -> str:
     return esc(f"mean {lat['mean']:.1f}{span} · p50 {lat['p50']:.1f} · p95 {lat['p95']:.1f} ms (n={lat['n']})")
 
 
+def _timing_rows(block: dict[str, Any]) -> list[list[str]]:
+    rows = [[esc("time: service (own work)"), _latency(block.get("service_ms") or block["latency_ms"])]]
+    if block.get("queue_ms"):
+        rows.append([esc("time: queue wait (worker, LLM slot)"), _latency(block["queue_ms"])])
+    rows.append([esc("time: end to end (service + queue)"), _latency(block["latency_ms"])])
+    if block.get("throughput_ms"):
+        t = block["throughput_ms"]
+        rows.append([esc("time: throughput (wall / N)"), esc(f"{t['per_sample']:.1f} ms ({t['wall_s']:.1f} s in all)")])
+    return rows
+
+
 def _block(block: dict[str, Any]) -> str:
     r = block["reject"]
     parts = [
@@ -73,7 +84,7 @@ def _block(block: dict[str, Any]) -> str:
                 [esc("Cohen's κ (accept/reject)"), _fig(r["kappa"])],
                 [esc("verdict agreement"), _fig(block["verdicts"]["agreement"], percent=True)],
                 [esc("Cohen's κ (verdict)"), _fig(block["verdicts"]["kappa"])],
-                [esc("latency"), _latency(block["latency_ms"])],
+                *_timing_rows(block),
             ],
         ),
         "<h3>Accept / reject (positive = reject)</h3>",
@@ -234,13 +245,13 @@ def render_html(data: dict[str, Any]) -> str:
                     _fig(b["verdicts"]["agreement"], True),
                     _fig(b["verdicts"]["kappa"]),
                     _fig(b["abstention_rate"], True),
-                    _latency(b["latency_ms"]),
+                    _latency(b.get("service_ms") or b["latency_ms"]),
                 ]
                 for lang, b in cal["by_language"].items()
             ]
             body.append(
                 _table(
-                    ["language", "n", "FPR", "FNR", "accuracy", "verdict agreement", "κ", "abstention", "latency"],
+                    ["language", "n", "FPR", "FNR", "accuracy", "verdict agreement", "κ", "abstention", "service time"],
                     rows,
                 )
             )

@@ -149,6 +149,12 @@ def calibration_block(spec: JudgeSpec, outcomes: Sequence[Outcome]) -> dict[str,
         },
         "dimensions": _dimension_vs_human(spec, outcomes),
         "latency_ms": latency_stats([float(o.record.get("latency_ms") or 0.0) for o in outcomes]),
+        # The judgment's own work (the judge policy's "mean evaluation time", what the target is judged on)
+        # and the wait for a free worker or LLM slot beside it (bqas.judging.timing).
+        "service_ms": latency_stats(
+            [float(o.record.get("service_ms", o.record.get("latency_ms")) or 0.0) for o in outcomes]
+        ),
+        "queue_ms": latency_stats([float(o.record.get("queue_ms") or 0.0) for o in outcomes]),
     }
 
 
@@ -159,11 +165,15 @@ def by_language(outcomes: Sequence[Outcome]) -> dict[str, list[Outcome]]:
     return dict(sorted(groups.items()))
 
 
-def calibration_report(spec: JudgeSpec, outcomes: Sequence[Outcome]) -> dict[str, Any]:
-    """Overall and per-language figures."""
+def calibration_report(spec: JudgeSpec, outcomes: Sequence[Outcome], wall_s: float | None = None) -> dict[str, Any]:
+    """Overall and per-language figures; ``wall_s`` (the judging's wall-clock seconds) adds the throughput
+    time, wall / N, which is what concurrency buys and neither the service nor the queue time shows."""
+    overall = calibration_block(spec, outcomes)
+    if wall_s is not None and outcomes:
+        overall["throughput_ms"] = {"wall_s": round(wall_s, 3), "per_sample": round(1000 * wall_s / len(outcomes), 3)}
     return {
         "definition": DEFINITION,
-        "overall": calibration_block(spec, outcomes),
+        "overall": overall,
         "by_language": {lang: calibration_block(spec, group) for lang, group in by_language(outcomes).items()},
     }
 

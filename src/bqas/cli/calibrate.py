@@ -227,18 +227,18 @@ def run_calibration(
     results = []
     for name, config in zip(names, configs, strict=True):
         try:
-            outcomes, refused, model = run_config(config, request, judge, gold.samples, concurrency)
+            outcomes, refused, model, wall = run_config(config, request, judge, gold.samples, concurrency)
         except (ValueError, KeyError, JudgeFileError) as exc:
             raise _fail(f"{config.label}: {str(exc).strip(chr(34))}") from None
         for line, message in refused:
             if all(p.line != line for p in gold.problems):
                 gold.problems.append(GoldProblem(line, message))
-        results.append((name, config, outcomes, model))
+        results.append((name, config, outcomes, model, wall))
 
     configs_out: list[dict[str, Any]] = []
     checks: list[TargetResult] = []
-    for name, config, outcomes, model in results:
-        report = calibration_report(spec, outcomes)
+    for name, config, outcomes, model, wall in results:
+        report = calibration_report(spec, outcomes, wall)
         prefix = f"{name}." if compare else ""
         checks += check_judge(targets, report["overall"], prefix)
         if not compare:
@@ -309,7 +309,7 @@ def _store(doc: dict[str, Any], results: list[Any], gold: GoldSet, judge: str) -
     from bqas.store.db import open_store
 
     store = open_store()
-    for entry, (name, config, outcomes, model) in zip(doc["configs"], results, strict=True):
+    for entry, (name, config, outcomes, model, _wall) in zip(doc["configs"], results, strict=True):
         config_data = {
             "gold": str(gold.path),
             "judge": judge,

@@ -82,6 +82,11 @@ def print_summary(
         f"{summary['completion_tokens']} · cache hits {summary['cache_hits']} · cost "
         + (f"${cost:.4f}" if cost is not None else "n/a (no price configured)")
     )
+    from bqas.runner.summary import timing_text
+
+    timing = timing_text(summary)
+    if timing:
+        console.print(timing, markup=False)
     if summary.get("target"):
         console.print(target_line(summary["target"]), markup=False)
     if thresholds:

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from bqas.judging.offline import OfflineJudge, TierOutput, offline_tier
+from bqas.judging.offline import OfflineJudge, TierOutput, timed_offline_tier
 from bqas.judging.workers import offline_workers, pool_mode, processes_from, run_cpu, wants_processes
 from bqas.logs import get_logger
 
@@ -146,8 +146,9 @@ class OfflineDispatch:
         language: str,
         *,
         skip: Collection[str] = (),
-    ) -> TierOutput:
-        """The offline tier of one judgment, off the event loop (models loaded before, see prepare)."""
+    ) -> tuple[TierOutput, float]:
+        """The offline tier of one judgment, off the event loop (models loaded before, see prepare), and the
+        seconds the worker spent on it (the rest of the wait was the queue for a worker)."""
         await self.prepare()
         pool = self._pool
         if self.mode == "processes" and pool is not None:
@@ -158,4 +159,4 @@ class OfflineDispatch:
             except BrokenProcessPool as exc:
                 self._fall_back(f"a worker process died ({exc})")
                 await run_cpu(self.judge.load)
-        return await run_cpu(offline_tier, self.judge, spec, values, language, skip=skip)
+        return await run_cpu(timed_offline_tier, self.judge, spec, values, language, skip=skip)

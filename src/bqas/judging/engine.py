@@ -28,6 +28,7 @@ from bqas.judging.policy import apply_policy
 from bqas.judging.render import render_prompt, retry_message
 from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
 from bqas.judging.spec import JudgeRegistry, JudgeSpec
+from bqas.judging.timing import start_waits, stop_waits
 from bqas.judging.workers import executor, pool_mode, submit_cpu
 from bqas.settings import check_language
 from bqas.trust.llm import from_logprobs, from_samples
@@ -215,6 +216,30 @@ class JudgeEngine:
             # Model loading is start-up, not judgment: it happens once, before this judgment's clock starts.
             await self.dispatch.prepare()
         started = time.perf_counter()
+        waited, wait_token = start_waits()
+        try:
+            result = await self._evaluate(spec, values, lang, response_id, fresh, use_offline, use_llm, waited)
+        finally:
+            stop_waits(wait_token)
+        latency = (time.perf_counter() - started) * 1000
+        queue = min(latency, waited[0] * 1000)
+        result.latency_ms = round(latency, 3)
+        result.queue_ms = round(queue, 3)
+        result.service_ms = round(latency - queue, 3)
+        return result
+
+    async def _evaluate(
+        self,
+        spec: JudgeSpec,
+        values: dict[str, Any],
+        lang: str,
+        response_id: str,
+        fresh: bool,
+        use_offline: bool,
+        use_llm: bool,
+        waited: list[float],
+    ) -> JudgmentResult:
+        """One judgment after its inputs were checked (see :meth:`evaluate`); adds its queue waits to ``waited``."""
         result = JudgmentResult(response_id=response_id, judge=spec.name, language=lang)
         offline_dims: dict[str, DimensionProvenance] = {}
         notes: list[str] = []
@@ -239,7 +264,10 @@ class JudgeEngine:
             # In the worker pool (p_reject included): CPU-bound work must not stall the event loop.
             skip = () if gate_on else SAFETY_METHODS
             try:
-                offline_dims, notes, offline_conf = await self.dispatch.tier(spec, values, lang, skip=skip)
+                handed = time.perf_counter()
+                (offline_dims, notes, offline_conf), worked = await self.dispatch.tier(spec, values, lang, skip=skip)
+                if llm_task is None:  # beside an LLM request in flight, waiting for a worker costs nothing
+                    waited[0] += max(0.0, time.perf_counter() - handed - worked)
             except BaseException:
                 if llm_task is not None:
                     llm_task.cancel()
@@ -281,7 +309,6 @@ class JudgeEngine:
             from bqas.trust.decide import apply_profile
 
             apply_profile(result, profile)
-        result.latency_ms = round((time.perf_counter() - started) * 1000, 3)
         return result
 
     async def _ask_llm_for(

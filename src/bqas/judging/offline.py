@@ -138,3 +138,18 @@ def offline_tier(
     evidence: dict[str, MethodResult] = {}
     dims, notes = judge.evaluate(spec, values, language, evidence, skip=skip)
     return dims, notes, offline_confidence(spec, values, dims, evidence)
+
+
+def timed_offline_tier(
+    judge: OfflineJudge,
+    spec: JudgeSpec,
+    values: Mapping[str, Any],
+    language: str,
+    *,
+    skip: Collection[str] = (),
+) -> tuple[TierOutput, float]:
+    """:func:`offline_tier` and the seconds it worked, measured where it runs (a worker thread or process):
+    the judgment's own work, without the time it waited for that worker."""
+    started = time.perf_counter()
+    out = offline_tier(judge, spec, values, language, skip=skip)
+    return out, time.perf_counter() - started

@@ -123,14 +123,18 @@ def _worker_tier(
     language: str,
     skip: Collection[str],
     only: Collection[str] | None,
-) -> TierOutput:
+) -> tuple[TierOutput, float]:
+    import time
+
     from bqas.judging.offline import offline_tier
 
     assert _JUDGE is not None
+    started = time.perf_counter()
     spec = _SPECS.get(key)
     if spec is None:
         spec = _SPECS[key] = pickle.loads(spec_bytes)  # our own bytes, from the parent
-    return offline_tier(_JUDGE, spec, values, language, skip=skip, only=only)
+    out = offline_tier(_JUDGE, spec, values, language, skip=skip, only=only)
+    return out, time.perf_counter() - started
 
 
 # --- in the parent -----------------------------------------------------------------------------------
@@ -192,8 +196,9 @@ class OfflineProcessPool:
         *,
         skip: Collection[str] = (),
         only: Collection[str] | None = None,
-    ) -> TierOutput:
-        """The offline tier of one judgment, computed in a worker process."""
+    ) -> tuple[TierOutput, float]:
+        """The offline tier of one judgment, computed in a worker process, and the seconds the worker spent
+        on it (not the time it waited for a free worker)."""
         key, data = self._spec_payload(spec)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(

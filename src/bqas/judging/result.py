@@ -72,6 +72,10 @@ class JudgmentResult(BaseModel):
     backend: str = "offline"
     model: str | None = None
     latency_ms: float = 0.0
+    # latency_ms split: the judgment's own work (offline tier in its worker, LLM requests, scoring) and the
+    # time it waited for a free offline worker, an LLM connection slot or an LLM retry's back-off.
+    service_ms: float = 0.0
+    queue_ms: float = 0.0
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0

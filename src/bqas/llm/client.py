@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from bqas.judging.timing import add_wait
 from bqas.llm.cache import CachedReply, ResponseCache
 from bqas.llm.cache_io import CacheIO
 from bqas.llm.logprobs import TokenLogprob, parse_logprobs, tokens_in_span
@@ -416,7 +418,9 @@ class LLMClient:
         while True:
             attempt += 1
             timed_out = False
+            asked = time.perf_counter()
             async with limit:
+                add_wait(time.perf_counter() - asked)  # waiting for a connection slot is queue time
                 calls += 1
                 self.usage.calls += 1
                 try:
@@ -470,7 +474,9 @@ class LLMClient:
             self.usage.retries += 1
             # A timed-out request may still be running on a server that does not notice the closed
             # connection: wait at least one timeout's worth of backoff before sending it again.
-            await asyncio.sleep(max(wait, min(self.config.timeout, self.config.backoff_max)) if timed_out else wait)
+            pause = max(wait, min(self.config.timeout, self.config.backoff_max)) if timed_out else wait
+            await asyncio.sleep(pause)
+            add_wait(pause)
 
     def _timeout_message(self, attempt: int) -> str:
         c = self.config

@@ -94,9 +94,10 @@ def write_html_report(
         Capped(max_escalations),
         Capped(max_escalations),
     )
-    from bqas.runner.summary import TargetFigures
+    from bqas.runner.summary import TargetFigures, TimingStats, timing_text
 
     target = TargetFigures()
+    timing = TimingStats()
     # Samples whose --repeats straddle a verdict threshold (their records, capped like the other lists).
     flaky: dict[str, Any] = {"total": 0, "rows": []}
     from bqas.trust.summary import TrustStats
@@ -105,6 +106,7 @@ def write_html_report(
     for seq, record in enumerate(records):
         verdict = stats.add(record)
         trust.add(record)
+        timing.add(record)
         status = record.get("status")
         if isinstance(record.get("target"), Mapping) or status == "target_error":
             target.add(record)
@@ -181,6 +183,7 @@ def write_html_report(
         "target_errors": target_errors,
         "baseline": None,
         "trust": _trust_view(run, trust.as_dict()),
+        "timing": timing_text(timing.as_dict()),
         "repeats": run.get("repeats") if isinstance(run.get("repeats"), Mapping) else None,
         "flaky": flaky,
     }

@@ -285,12 +285,15 @@ def write_junit(path: Path, run: Mapping[str, Any], records: Iterable[Mapping[st
     scenario = str(run.get("scenario") or "scenario")
     suites: dict[str, _Suite] = {}
     thresholds = _Suite(f"bqas.{scenario}.thresholds")
+    from bqas.runner.summary import TimingStats
     from bqas.trust.summary import TrustStats, trust_properties
 
     trust = TrustStats()
+    timing = TimingStats()
     try:
         for record in records:
             trust.add(record)
+            timing.add(record)
             judge = str(record.get("judge") or "unknown")
             suite = suites.get(judge)
             if suite is None:
@@ -308,6 +311,10 @@ def write_junit(path: Path, run: Mapping[str, Any], records: Iterable[Mapping[st
         ]
         # Trust or escalate: coverage per tier (and language) and the guaranteed bounds of the profiles.
         properties += trust_properties(trust.as_dict(), as_list(run.get("profiles")))
+        # Where the judgments' time went: their own work (the policy's evaluation time) and the queue beside it.
+        for key, stats in timing.as_dict().items():
+            if stats["n"]:
+                properties.append((f"timing.{key.removesuffix('_ms')}_mean_ms", stats["mean"]))
         properties += _repeat_properties(run.get("repeats"))
         properties += _target_properties(run.get("target_figures"))
         properties += [(key, run[key]) for key in ("dataset_hash", "judge_config_hash") if run.get(key)]

@@ -48,6 +48,29 @@ class RunningStats:
 
 
 @dataclass
+class TimingStats:
+    """Judgment time of a run's records: end to end (``latency_ms``), the judgments' own work
+    (``service_ms``) and their wait for a free worker or LLM slot (``queue_ms``; bqas.judging.timing)."""
+
+    latency: RunningStats = field(default_factory=RunningStats)
+    service: RunningStats = field(default_factory=RunningStats)
+    queue: RunningStats = field(default_factory=RunningStats)
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        for key, stats in (("latency_ms", self.latency), ("service_ms", self.service), ("queue_ms", self.queue)):
+            value = record.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                stats.add(float(value))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "latency_ms": self.latency.as_dict(),
+            "service_ms": self.service.as_dict(),
+            "queue_ms": self.queue.as_dict(),
+        }
+
+
+@dataclass
 class DimensionAggregate:
     stats: RunningStats = field(default_factory=RunningStats)
     gates: Counter[str] = field(default_factory=Counter)
@@ -72,7 +95,7 @@ class RunSummary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_hits: int = 0
-    latency: RunningStats = field(default_factory=RunningStats)
+    timing: TimingStats = field(default_factory=lambda: TimingStats())
     trust: TrustStats = field(default_factory=TrustStats)
     # Results whose sample the assistant under test gave no usable answer for (bqas.targets).
     target_error_results: int = 0
@@ -107,8 +130,7 @@ class RunSummary:
         self.prompt_tokens += int(record.get("prompt_tokens") or 0)
         self.completion_tokens += int(record.get("completion_tokens") or 0)
         self.cache_hits += 1 if record.get("cache_hit") else 0
-        if isinstance(record.get("latency_ms"), int | float):
-            self.latency.add(float(record["latency_ms"]))
+        self.timing.add(record)
         judge = str(record.get("judge"))
         for name, prov in (record.get("dimensions") or {}).items():
             agg = self.dimensions.setdefault(f"{judge}.{name}", DimensionAggregate())
@@ -168,7 +190,7 @@ class RunSummary:
             "completion_tokens": self.completion_tokens,
             "cache_hits": self.cache_hits,
             "cost_usd": cost_usd,
-            "latency_ms": self.latency.as_dict(),
+            **self.timing.as_dict(),
             "trust": self.trust.as_dict(),
             "dimensions": {
                 k: {
@@ -259,6 +281,19 @@ class TargetFigures:
             },
             "tokens": tokens,
         }
+
+
+def timing_text(summary: Mapping[str, Any]) -> str | None:
+    """One line on where the judgments' time went: their own work (service time, what the judge policy's
+    "mean evaluation time" means) and the wait for a free worker or LLM slot beside it; None without data."""
+    service, queue, latency = (summary.get(k) or {} for k in ("service_ms", "queue_ms", "latency_ms"))
+    if not service.get("n"):
+        return None
+    return (
+        f"evaluation time per judgment: service (own work) mean {service['mean']:.1f} ms, max "
+        f"{service['max']:.1f} · queue wait (worker, LLM slot) mean {queue.get('mean') or 0.0:.1f} ms · "
+        f"end to end mean {latency.get('mean') or 0.0:.1f} ms (n={service['n']})"
+    )
 
 
 def summarize(records: Iterable[Mapping[str, Any]]) -> RunSummary:

@@ -54,6 +54,22 @@ class ServiceMetrics:
             "bqas_llm_errors", "Judgments whose LLM could not be reached or answered.", registry=self.registry
         )
         self.jobs = Counter("bqas_jobs", "Jobs finished, by status.", ["status"], registry=self.registry)
+        # A judgment's time split (bqas.judging.timing): its own work, and its wait for a free offline
+        # worker or LLM connection slot. Not the job queue's gauges below: this wait is inside a judgment.
+        self.service_time = Histogram(
+            "bqas_judgment_service_seconds",
+            "A judgment's own work (offline tier in its worker, LLM requests, scoring), by judge.",
+            ["judge"],
+            buckets=_BUCKETS,
+            registry=self.registry,
+        )
+        self.queue_wait = Histogram(
+            "bqas_judgment_queue_wait_seconds",
+            "Time a judgment waited for a free offline worker or LLM connection slot, by judge.",
+            ["judge"],
+            buckets=_BUCKETS,
+            registry=self.registry,
+        )
         # Trust or escalate: who decided (coverage per tier and language) and the guaranteed bounds.
         self.decisions = Counter(
             "bqas_trust_decisions",
@@ -68,6 +84,13 @@ class ServiceMetrics:
             ["profile", "judge", "tier", "target"],
             registry=self.registry,
         )
+        self.precision = Gauge(
+            "bqas_trust_guaranteed_precision_min",
+            "Guaranteed share of a profile tier's auto-accepts / auto-rejects that people agree with, held "
+            "with probability >= 1 - delta; only for sides that certify something under a precision target.",
+            ["profile", "judge", "tier", "side"],
+            registry=self.registry,
+        )
 
     def observe_records(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Count judgments, LLM calls and LLM errors of result records."""
@@ -80,6 +103,10 @@ class ServiceMetrics:
                 self.llm_calls.inc(calls)
             if any(str(e).startswith("llm:") for e in record.get("errors") or ()):
                 self.llm_errors.inc()
+            service, queue = record.get("service_ms"), record.get("queue_ms")
+            if isinstance(service, int | float) and isinstance(queue, int | float):
+                self.service_time.labels(str(name)).observe(float(service) / 1000)
+                self.queue_wait.labels(str(name)).observe(float(queue) / 1000)
             if record.get("decided_by"):
                 self.decisions.labels(
                     str(name), str(record.get("language")), str(record["decided_by"]), str(record.get("decision"))
@@ -93,6 +120,10 @@ class ServiceMetrics:
                     self.bounds.labels(p.id, p.judge, t.tier, "fnr").set(t.fnr_max)
                 if t.reject_threshold is not None:
                     self.bounds.labels(p.id, p.judge, t.tier, "fpr").set(t.fpr_max)
+                for side, threshold in (("accept", t.accept_threshold), ("reject", t.reject_threshold)):
+                    target = getattr(t, f"precision_{side}_min", None)
+                    if threshold is not None and target is not None:
+                        self.precision.labels(p.id, p.judge, t.tier, side).set(target)
 
     def track_queue(self, store: Any) -> None:
         """Report the job queue of ``store`` (a :class:`bqas.store.db.Store`) at every scrape."""

@@ -341,6 +341,7 @@ def viewer_router(
         if flt.baseline and visible_run(session, flt.baseline) is None:
             return error(session, 400, "Bad filter", f"baseline: no run with id {flt.baseline!r}")
         from bqas.report.charts import SCALE_100, histogram_chart
+        from bqas.runner.summary import timing_text
 
         table = table_for(store, run)
         base_run = store.get_run(flt.baseline) if flt.baseline else None
@@ -367,6 +368,7 @@ def viewer_router(
             histogram=histogram_chart(agg["histogram"], SCALE_100, "composite score", x_title="composite score"),
             risk_charts=_risk_charts(run),
             guarantees=_guarantees(run),
+            timing=timing_text(run.summary) if isinstance(run.summary, Mapping) else None,
             others=others[:50],
             sort_links={s: _query(values, sort=s) for s in query.SORTS},
             settled=table is SettledRow,
