@@ -62,9 +62,10 @@ def test_three_runs_of_one_scenario_queue_each_sample_once(tmp_path: Path, bqas_
         registry=default_registry(),
     )
     counts = status_counts(store, LOCAL_TENANT)
-    assert counts["reviewed"] == 1 and counts["duplicate"] == 2 and counts["open"] == 3  # leak-2: 3 items, 1 group
+    # The re-runs' items arrived as duplicates of the first run's open items: one open item per sample.
+    assert counts["reviewed"] == 1 and counts["duplicate"] == 4 and counts["open"] == 1
     assert [g["id"] for g in iter_gold(store, LOCAL_TENANT, None)] == ["leak-1"]  # one gold label, not three
-    # A fourth run escalates leak-1 again: already decided, so it arrives settled, not open.
+    # A fourth run escalates leak-1 (decided) and leak-2 (waiting) again: neither arrives open.
     _run(tmp_path)
     counts = status_counts(store, LOCAL_TENANT)
-    assert counts["duplicate"] == 3 and list_items(store, LOCAL_TENANT, ItemFilter())[1] == 1
+    assert counts["duplicate"] == 6 and list_items(store, LOCAL_TENANT, ItemFilter())[1] == 1

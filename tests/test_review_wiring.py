@@ -45,7 +45,7 @@ def test_cli_run_enqueues_escalations_for_the_local_tenant(tmp_path: Path, bqas_
     store = open_store(f"sqlite:///{bqas_home / 'bqas.sqlite'}")
     items, total = list_items(store, LOCAL_TENANT, ItemFilter(status=None))
     assert total >= 1 and "leak-1" in {i.response_id for i in items}
-    listing = runner.invoke(app, ["runs"])
+    listing = runner.invoke(app, ["runs", "--verbose"])
     assert "new error categories" in listing.output and f"{LOCAL_TENANT}/voice" in listing.output
 
 
@@ -71,7 +71,7 @@ def test_cli_run_summarises_new_categories_and_alerts_after_the_run(tmp_path: Pa
     (tmp_path / "d.jsonl").write_text("\n".join(json.dumps(s) for s in [*leaks, FINE]) + "\n", encoding="utf-8")
     scenario = tmp_path / "s.yaml"
     scenario.write_text("name: notes\njudges: [voice]\ndataset: d.jsonl\n", encoding="utf-8")
-    result = CliRunner().invoke(app, ["run", str(scenario), "--no-progress", "--out", str(tmp_path / "o")])
+    result = CliRunner().invoke(app, ["run", str(scenario), "--no-progress", "--out", str(tmp_path / "o"), "-v"])
     assert result.exit_code in (0, 1), result.output
     lines = result.output.splitlines()
     assert lines[0].startswith("run r-")  # nothing of the review loop before the run's own first line
@@ -83,4 +83,5 @@ def test_cli_run_summarises_new_categories_and_alerts_after_the_run(tmp_path: Pa
         i for i, line in enumerate(lines) if line.startswith("alert: judge voice had ") and "failed verdicts" in line
     )
     assert report < categories and report < alert
-    assert "gate:safety" in lines[categories] and "`bqas review` opens the queue" in lines[alert]
+    assert "(voice " in lines[categories] and "listed below" in lines[categories]  # one line, then the list (-v)
+    assert "  voice: gate:safety" in lines and "`bqas review` opens the queue" in lines[alert]

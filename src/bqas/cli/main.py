@@ -259,6 +259,10 @@ def run_cmd(
             help="Judge the assistant's stored replies of that run again (new judges or profile) without asking it.",
         ),
     ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", "-v", help="List each new error category of the review loop, not only their count."),
+    ] = False,
 ) -> None:
     """Run a scenario: grade every sample, store results, print a summary, write reports.
 
@@ -303,17 +307,25 @@ def run_cmd(
         llm_gguf=llm_gguf,
         target=target,
         reuse_target_replies=reuse_target_replies,
+        verbose=verbose,
     )
 
 
 def runs_cmd(
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many runs to list.")] = 30,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="List the new error categories of these runs one by one.")
+    ] = False,
 ) -> None:
-    """List stored runs, newest first."""
+    """List stored runs, newest first.
+
+    Samples, pass rate, whether the gates were met, when.
+
+    Fits 80 columns; a wider terminal also shows the verdict counts (`bqas show RUN` has everything)."""
     from bqas.cli.run import list_runs
 
-    list_runs(limit, as_json)
+    list_runs(limit, as_json, verbose)
 
 
 def show_cmd(

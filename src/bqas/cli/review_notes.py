@@ -16,6 +16,8 @@ from typing import Any
 
 import typer
 
+from bqas.textsafe import printable
+
 
 @dataclass
 class ReviewNotes:
@@ -57,15 +59,23 @@ def held_review_notes(notes: ReviewNotes) -> Iterator[ReviewNotes]:
         logger.propagate = propagate
 
 
-def print_review_notes(notes: ReviewNotes) -> None:
-    """One summary of the review loop after the run (categories grouped by judge, alerts, the rest)."""
+def print_review_notes(notes: ReviewNotes, verbose: bool = False) -> None:
+    """One summary of the review loop after the run: one line for the new categories (counted per judge;
+    each listed with ``verbose``), the alerts, the rest."""
     if notes.categories:
         by_judge: dict[str, list[str]] = {}
         for cat in notes.categories:
             by_judge.setdefault(str(cat.get("judge")), []).append(str(cat.get("category")))
-        parts = "; ".join(f"{judge}: {', '.join(cats)}" for judge, cats in sorted(by_judge.items()))
-        typer.echo(f"review: {len(notes.categories)} new error categor{'y' if len(notes.categories) == 1 else 'ies'} "
-                   f"({parts}); `bqas runs` lists them")  # fmt: skip
+        parts = ", ".join(f"{judge} {len(cats)}" for judge, cats in sorted(by_judge.items()))
+        n = len(notes.categories)
+        typer.echo(
+            f"review: {n} new error categor{'y' if n == 1 else 'ies'} ({parts}); "
+            + ("listed below" if verbose else "`bqas runs --verbose` lists them")
+        )
+        if verbose:
+            for judge, cats in sorted(by_judge.items()):
+                for name in cats:
+                    typer.echo(printable(f"  {judge}: {name}"))
     for alert in notes.alerts:
         window = float(alert.get("window_seconds") or 0)
         typer.echo(

@@ -29,14 +29,11 @@ def print_summary(
     profiles: list[dict[str, Any]] | None = None,
 ) -> None:
     """The summary table of a run (verdicts, dimensions, totals, thresholds; trust-or-escalate coverage)."""
-    from rich.console import Console
     from rich.table import Table
 
     from bqas.textsafe import console_text
 
-    console = Console()
-    if not console.is_terminal:  # a CI log: wide enough that dimension names are not cut
-        console = Console(width=150)
+    console = summary_console()
     table = Table(title=console_text(title))  # the scenario name is the user's text
     table.add_column("verdict")
     table.add_column("count", justify="right")
@@ -47,35 +44,7 @@ def print_summary(
         table.add_row("target errors", str(summary["target_errors"]))
     table.add_row("escalations", str(summary["escalations"]))
     console.print(table)
-    dims = Table(title="dimensions")
-    for col in ("dimension", "n", "mean", "std", "min", "max", "pass/fail", "not measured", "backend"):
-        dims.add_column(col, justify="right" if col not in ("dimension", "backend") else "left")
-    comp = summary["composite"]
-    dims.add_row(
-        "composite",
-        str(comp["n"]),
-        _f(comp["mean"]),
-        _f(comp["std"]),
-        _f(comp["min"]),
-        _f(comp["max"]),
-        "",
-        str(summary["partial"]) + " partial",
-        "",
-    )
-    for name, d in summary["dimensions"].items():
-        gates = f"{d['pass']}/{d['fail']}" if d["pass"] or d["fail"] else ""
-        dims.add_row(
-            name,
-            str(d["n"]),
-            _f(d["mean"]),
-            _f(d["std"]),
-            _f(d["min"]),
-            _f(d["max"]),
-            gates,
-            str(d["not_measured"]),
-            ", ".join(d["backends"]),
-        )
-    console.print(dims)
+    console.print(dimensions_table(summary, console.width))
     cost = summary.get("cost_usd")
     console.print(
         f"LLM calls {summary['llm_calls']} · prompt tokens {summary['prompt_tokens']} · completion tokens "
@@ -119,6 +88,59 @@ def target_line(target: dict[str, Any]) -> str:
     if target.get("reused"):
         line += f" · {target['reused']} replies reused from an earlier run (their latency is that run's)"
     return line
+
+
+#: Below this width the dimension table groups dimensions under their judge and leaves out std, min
+#: and max (`bqas show RUN --json` has them), so that it fits an 80-column terminal.
+_DIMENSIONS_FULL_WIDTH = 120
+
+
+def summary_console() -> Any:
+    """The console of a run's summary: a terminal's width; in a CI log 150 columns, so that dimension
+    names are not cut, unless COLUMNS says otherwise."""
+    import os
+
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
+        console = Console(width=150)
+    return console
+
+
+def dimensions_table(summary: dict[str, Any], width: int) -> Any:
+    """Composite and dimension statistics; grouped by judge and without std/min/max below
+    ``_DIMENSIONS_FULL_WIDTH`` columns."""
+    from rich import box
+    from rich.table import Table
+
+    full = width >= _DIMENSIONS_FULL_WIDTH
+    cols: tuple[str, ...] = ("dimension", "n", "mean", "std", "min", "max", "pass/fail", "not measured", "backend")
+    if not full:
+        cols = ("dimension", "n", "mean", "pass/fail", "not meas.", "backend")
+    dims = Table(title="dimensions", box=box.HEAVY_HEAD if full else box.SIMPLE_HEAD)
+    for col in cols:
+        dims.add_column(col, justify="right" if col not in ("dimension", "backend") else "left")
+
+    def row(name: str, d: dict[str, Any], gates: str, not_measured: str, backends: str) -> None:
+        stats = [_f(d["mean"]), _f(d["std"]), _f(d["min"]), _f(d["max"])] if full else [_f(d["mean"])]
+        dims.add_row(console_text(name), str(d["n"]), *stats, gates, not_measured, backends)
+
+    from bqas.textsafe import console_text
+
+    row("composite", summary["composite"], "", str(summary["partial"]) + " partial", "")
+    judge = None
+    for name, d in summary["dimensions"].items():
+        gates = f"{d['pass']}/{d['fail']}" if d["pass"] or d["fail"] else ""
+        shown = name
+        if not full and "." in name:
+            owner, shown = name.split(".", 1)
+            if owner != judge:
+                judge = owner
+                dims.add_row(f"[bold]{console_text(owner)}[/]")
+            shown = "  " + shown
+        row(shown, d, gates, str(d["not_measured"]), ", ".join(d["backends"]))
+    return dims
 
 
 def _print_repeats(console: Any, repeats: dict[str, Any]) -> None:
@@ -195,6 +217,7 @@ def run_scenario(
     llm_gguf: Path | None = None,
     target: str | None = None,
     reuse_target_replies: str | None = None,
+    verbose: bool = False,
 ) -> None:
     """Implementation of ``bqas run``."""
     from bqas.runner.run import RunRequest, execute
@@ -288,7 +311,7 @@ def run_scenario(
     typer.echo(f"junit: {outcome.out_dir / 'junit.xml'}")
     typer.echo(f"report: {outcome.out_dir / 'report.html'}")
     _say_where_escalations_went(store, outcome.run_id)
-    print_review_notes(notes)
+    print_review_notes(notes, verbose)
     summary = outcome.summary
     if summary.invalid == summary.samples:
         # Nothing could be judged: an input problem, not a quality result (exit 2, as for bad input).
@@ -304,23 +327,44 @@ def run_scenario(
 
 def _say_where_escalations_went(store: Store, run_id: str) -> None:
     """Tell the user where this run's escalations are and how to look at them."""
-    from bqas.review.queue import open_count
+    from bqas.review.queue import open_count, source_counts
     from bqas.review.settings import get_review_settings
 
     review = get_review_settings()
     if not review.review:
         return
-    mine = open_count(store, review.local_tenant, source=run_id)
+    counts = source_counts(store, review.local_tenant, run_id)
+    mine, again = counts["open"], counts["duplicate"]
+    if not mine and not again:
+        return
+    total = open_count(store, review.local_tenant)
     if mine:
-        total = open_count(store, review.local_tenant)
-        typer.echo(
-            f"review: {mine} escalation(s) of this run in the local review queue ({total} open in all, tenant "
-            f"{review.local_tenant}): `bqas review` opens it; "
-            f"`bqas gold export --tenant {review.local_tenant}` exports the labels"
-        )
+        where = f"review: {mine} escalation(s) of this run in the local review queue"
+    else:
+        where = "review: no new escalation in the local review queue"
+    if again:
+        # The same sample, judge and answer escalated by an earlier run is one decision, not a second item.
+        where += f"; {again} already there from an earlier run (not queued again)"
+    typer.echo(
+        f"{where}; {total} open in all: `bqas review` opens it, `bqas gold export --tenant {review.local_tenant}`"
+    )
 
 
-def list_runs(limit: int, as_json: bool) -> None:
+def gate_state(summary: dict[str, Any] | None) -> str:
+    """``met``, ``missed`` or ``–`` (a run that stored no gate results: older, failed or still running)."""
+    gates = (summary or {}).get("gates")
+    if not isinstance(gates, list):
+        return "–"
+    return "met" if all(g.get("passed") for g in gates if isinstance(g, dict)) else "missed"
+
+
+#: Below this console width `bqas runs` leaves out the verdict counts (`bqas show RUN` has them).
+_RUNS_VERDICTS_WIDTH = 110
+_VERDICT_SHORT = {"production_ready": "ready", "needs_review": "review", "failed": "failed", "unscored": "unscored"}
+
+
+def list_runs(limit: int, as_json: bool, verbose: bool = False) -> None:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
@@ -331,7 +375,7 @@ def list_runs(limit: int, as_json: bool) -> None:
     store = _store()
     runs = store.list_runs(limit)
     oldest = min((r.started_at for r in runs if r.started_at), default=None)
-    categories = new_categories(store, since=oldest, limit=20) if oldest else []
+    categories = new_categories(store, since=oldest, limit=200 if verbose else 1000) if oldest else []
     rows = [
         {
             "id": r.id,
@@ -342,6 +386,7 @@ def list_runs(limit: int, as_json: bool) -> None:
             "started_at": r.started_at.isoformat() if r.started_at else None,
             "verdicts": (r.summary or {}).get("verdicts", {}),
             "pass_rate": (r.summary or {}).get("pass_rate"),
+            "gate": gate_state(r.summary),
         }
         for r in runs
     ]
@@ -351,26 +396,48 @@ def list_runs(limit: int, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    table = Table(title="runs")
-    # Ids are what users copy into --resume/show/compare: never cut them; the other columns wrap.
-    table.add_column("id", no_wrap=True, overflow="fold", min_width=max((len(r["id"]) for r in rows), default=2))
-    table.add_column("scenario", overflow="fold", ratio=2)
-    for col in ("status", "samples", "pass rate"):
-        table.add_column(col, no_wrap=True, justify="left" if col == "status" else "right")
-    table.add_column("verdicts", overflow="fold", ratio=2)
-    table.add_column("started", overflow="fold", ratio=1)
-    for row in rows:
-        verdicts = " ".join(f"{k}={v}" for k, v in row["verdicts"].items())
-        rate = "–" if row["pass_rate"] is None else f"{100 * row['pass_rate']:.1f} %"
-        started = str(row["started_at"])[:16].replace("T", " ")
-        cells = (row["id"], row["scenario"], row["status"], str(row["total"]), rate, verdicts, started)
-        table.add_row(*(console_text(c) for c in cells))  # names are data: no markup, no control characters
     console = Console()
+    wide = console.width >= _RUNS_VERDICTS_WIDTH
+    cells_of: list[dict[str, str]] = []
+    for row in rows:
+        cells = {
+            "id": console_text(row["id"]),  # names are data: no markup, no control characters
+            "scenario": console_text(row["scenario"]),
+            "status": console_text(row["status"]),
+            "n": str(row["total"]),
+            "pass": "–" if row["pass_rate"] is None else f"{100 * row['pass_rate']:.0f} %",
+            "gate": row["gate"],
+            "verdicts": console_text(" ".join(f"{_VERDICT_SHORT.get(k, k)} {v}" for k, v in row["verdicts"].items())),
+            "started": str(row["started_at"])[5:16].replace("T", " ") if row["started_at"] else "–",
+        }
+        cells_of.append(cells)
+    names = ["id", "scenario", "status", "n", "pass", "gate", *(["verdicts"] if wide else []), "started"]
+    widths = {n: max([len(n), *(len(c[n]) for c in cells_of)]) for n in names}
+    # No vertical rules and no edge: the columns fit 80 characters. Ids stay whole (people copy them);
+    # the scenario name gets what is left and ends in "…" when it is longer.
+    table = Table(title="runs", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    left = console.width - sum(w for n, w in widths.items() if n != "scenario") - 3 * (len(names) - 1)
+    for name in names:
+        if name == "scenario":
+            table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=max(8, left))
+        else:
+            table.add_column(
+                name, no_wrap=True, min_width=widths[name], justify="right" if name in ("n", "pass") else "left"
+            )
+    colour = {"met": "[green]met[/]", "missed": "[red]missed[/]"}
+    for cells in cells_of:
+        table.add_row(*(colour.get(cells[n], cells[n]) if n == "gate" else cells[n] for n in names))
     console.print(table)
     for row in rows:
         if "resume" in row:
             console.print(f"interrupted: {row['id']} — resume with `{row['resume']}`", soft_wrap=True, markup=False)
-    if categories:
+    if categories and not verbose:
+        console.print(
+            f"{len(categories)} new error categor{'y' if len(categories) == 1 else 'ies'} first seen during these "
+            "runs: `bqas runs --verbose` lists them, `bqas review` shows the cases",
+            markup=False,
+        )
+    elif categories:
         # New error categories of the review loop (judge policy: "Neue Fehlerkategorien: Feedback an Entwicklung").
         console.print("[bold]new error categories[/] (first seen during these runs):")
         for cat in categories:

@@ -47,10 +47,18 @@ def slug(text: str, limit: int = 60) -> str:
     return _NON_WORD.sub("_", text.lower()).strip("_")[:limit] or "other"
 
 
+# Reasons that carry figures of their own sample ("only 40% of the composite weight could be measured …"):
+# one category whatever the figures, with a name that says what happened.
+_UNSCORED_CONTAINS = {"of the composite weight could be measured": "too_little_measured"}
+
+
 def _unscored(reason: str) -> str:
     low = reason.lower()
     for prefix, name in _UNSCORED.items():
         if low.startswith(prefix):
+            return name
+    for part, name in _UNSCORED_CONTAINS.items():
+        if part in low:
             return name
     return slug(low.split(":", 1)[0])
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import String, and_, cast, func, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from bqas.review.labels import confirmed_form_values, human_composite, label_fields, parse_labels, spec_for
 from bqas.review.records import dimension_values, insert_for, record_inputs, record_source, record_time
@@ -118,9 +118,32 @@ def item_rows(
 
 
 def insert_items(store: Store, session: Session, rows: list[dict[str, Any]]) -> int:
-    """Insert queue rows in one statement; rows already queued are skipped. Returns how many were new."""
+    """Insert queue rows in one statement; rows already queued are skipped. Returns how many were new.
+
+    A row whose group (same sample, judge, answer and configuration) already has an open item of another
+    run or job goes in as ``duplicate``: an unchanged re-run does not ask for the same decision again (the
+    item is kept, so the run still lists its escalations)."""
     if not rows:
         return 0
+    for tenant in sorted({str(r["tenant"]) for r in rows}):
+        keys = sorted({str(r["group_key"]) for r in rows if r.get("group_key") and r["tenant"] == tenant})
+        if not keys:
+            continue
+        waiting = {
+            (str(key), str(source))
+            for key, source in session.execute(
+                select(ReviewItem.group_key, ReviewItem.source).where(
+                    ReviewItem.tenant == tenant, ReviewItem.status == "open", ReviewItem.group_key.in_(keys)
+                )
+            ).all()
+        }
+        open_keys: dict[str, set[str]] = {}
+        for key, source in waiting:
+            open_keys.setdefault(key, set()).add(source)
+        for row in rows:
+            others = open_keys.get(str(row.get("group_key")), set()) - {str(row["source"])}
+            if row["tenant"] == tenant and others and row["status"] == "open":
+                row["status"] = "duplicate"
     # executemany (compiled once, cached) rather than .values(rows), which compiled a new statement per batch.
     stmt = (
         insert_for(store)(ReviewItem.__table__)
@@ -197,7 +220,13 @@ class ItemFilter:
         if self.until is not None:
             out.append(ReviewItem.at < self.until)
         if self.source:
-            out.append(ReviewItem.source == self.source)
+            # The run's own items, and the item standing for its group where the run's item is a duplicate
+            # (the same sample escalated again by a re-run waits under the first run's item).
+            other = aliased(ReviewItem)
+            groups = select(func.coalesce(other.group_key, cast(other.id, String))).where(
+                other.tenant == tenant, other.source == self.source
+            )
+            out.append(or_(ReviewItem.source == self.source, _grouping().in_(groups)))
         return out
 
 
@@ -312,6 +341,19 @@ def status_counts(store: Store, tenant: str) -> dict[str, int]:
         rows = s.execute(
             select(ReviewItem.status, func.count(ReviewItem.id))
             .where(ReviewItem.tenant == tenant)
+            .group_by(ReviewItem.status)
+        ).all()
+    counts = {status: 0 for status in ITEM_STATUSES}
+    counts.update({str(a): int(b) for a, b in rows})
+    return counts
+
+
+def source_counts(store: Store, tenant: str, source: str) -> dict[str, int]:
+    """Items of one run or job per status."""
+    with store.session() as s:
+        rows = s.execute(
+            select(ReviewItem.status, func.count(ReviewItem.id))
+            .where(ReviewItem.tenant == tenant, ReviewItem.source == source)
             .group_by(ReviewItem.status)
         ).all()
     counts = {status: 0 for status in ITEM_STATUSES}

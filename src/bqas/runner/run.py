@@ -406,6 +406,8 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
         )
         thresholds = check_thresholds(summary, scenario.thresholds)
         summary_data = summary.as_dict(cost)
+        # The gates as they were checked at the end of the run (what `bqas runs` and the viewer list).
+        summary_data["gates"] = [t.as_dict() for t in thresholds]
         if repeats is not None:
             summary_data["repeats"] = repeats
         store.update_run(run_id, status="done", finished_at=datetime.now(UTC), summary=summary_data)
