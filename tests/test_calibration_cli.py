@@ -64,13 +64,10 @@ def _responder(payload: dict[str, Any]) -> Reply:
     return Reply(content=json.dumps(FAIL if leak else PASS))
 
 
-# Offline, rag_privacy measures only its PII gate (40 % of the composite weight), below the shipped
-# min_measured_weight of 50 %: these tests of the calibration figures opt in to verdicts at 40 %.
-POLICY_40 = Path(__file__).parent / "fixtures" / "policy_min_measured_40.yaml"
-
-
 def _invoke(args: list[str]) -> Any:
-    return CliRunner().invoke(app, ["calibrate", *args, "--policy", str(POLICY_40)])
+    # Offline, rag_privacy measures its PII gate and the anonymization from the same rules (70 % of the
+    # composite weight): verdicts under the shipped policy.
+    return CliRunner().invoke(app, ["calibrate", *args])
 
 
 def test_offline_end_to_end(tmp_path: Path, bqas_home: Path) -> None:
@@ -92,9 +89,10 @@ def test_offline_end_to_end(tmp_path: Path, bqas_home: Path) -> None:
     assert overall["reject"]["fnr"]["value"] == pytest.approx(1 / 3)
     assert overall["reject"]["fpr"]["value"] == 0.0
     assert overall["dimensions"]["privacy_compliance"]["agreement"]["value"] == 1.0
-    # the offline judge does not measure anonymization: no pair, said so, no number
+    # anonymization offline from the PII rules: 5, 5, 1, 1, 5 against people's 5, 4, 1, 2, 3
     anonymization = overall["dimensions"]["anonymization"]
-    assert anonymization["not_measured"] == 5 and anonymization["spearman"]["value"] is None
+    assert anonymization["not_measured"] == 0 and anonymization["n"] == 5
+    assert anonymization["spearman"]["value"] is not None
     assert set(doc["configs"][0]["calibration"]["by_language"]) == {"de", "en"}
     targets = {t["name"]: t for t in doc["targets"]}
     assert not targets["fnr"]["passed"] and targets["fnr"]["status"] == "not enough evidence"

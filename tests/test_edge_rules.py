@@ -65,11 +65,13 @@ def test_a_failed_gate_still_fails_below_the_minimum_share(bqas_home: Path) -> N
 
 def test_min_measured_weight_is_a_policy_setting(tmp_path: Path, bqas_home: Path) -> None:
     policy = tmp_path / "p.yaml"
-    policy.write_text("defaults:\n  min_measured_weight: 0.4\n", encoding="utf-8")
+    policy.write_text("defaults:\n  min_measured_weight: 0.8\n", encoding="utf-8")
     sample = {"query": QUESTION, "context": FACTS[0], "response": "Es wiegt 7370 kg."}
-    assert _score(sample, "rag_privacy")[1]["verdict"] == "unscored"
-    code, record, output = _score(sample, "rag_privacy", "--policy", str(policy))
-    assert code == 0 and record["verdict"] == "production_ready" and record["coverage"] == 0.4, output
+    # Offline rag_privacy measures its PII gate and anonymization: 70 % of the weight, enough by default.
+    code, record, output = _score(sample, "rag_privacy")
+    assert code == 0 and record["verdict"] == "production_ready" and record["coverage"] == 0.7, output
+    unscored = _score(sample, "rag_privacy", "--policy", str(policy))[1]
+    assert unscored["verdict"] == "unscored" and "needs 80%" in unscored["unscored_reason"]
     policy.write_text("defaults:\n  min_measured_weight: 1.5\n", encoding="utf-8")
     assert _score(sample, "rag_privacy", "--policy", str(policy))[0] == 2
 

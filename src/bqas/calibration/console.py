@@ -75,6 +75,10 @@ def _block_tables(console: Console, title: str, block: dict[str, Any]) -> None:
     for k, v in rows:
         t.add_row(k, escape(v))
     console.print(t)
+    from bqas.runner.summary import unscored_lines
+
+    for line in unscored_lines(block.get("unscored_reasons") or []):
+        console.print(escape(line))
     console.print(
         f"accept/reject counts: people reject & judge rejects {r['tp']} · people accept & judge rejects {r['fp']} · "
         f"people reject & judge accepts {r['fn']} · people accept & judge accepts {r['tn']} · "

@@ -70,6 +70,12 @@ def _timing_rows(block: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _unscored_lines(block: dict[str, Any]) -> list[str]:
+    from bqas.runner.summary import unscored_lines
+
+    return unscored_lines(block.get("unscored_reasons") or [])
+
+
 def _block(block: dict[str, Any]) -> str:
     r = block["reject"]
     parts = [
@@ -95,6 +101,7 @@ def _block(block: dict[str, Any]) -> str:
                 [esc("people accept"), esc(r["fp"]), esc(r["tn"])],
             ],
         ),
+        "".join(f"<p>{esc(line)}</p>" for line in _unscored_lines(block)),
         f"<p>{esc(r['abstained'])} labelled samples abstained (unscored); "
         f"{esc(r['no_human_label'])} scored samples have no accept/reject label.</p>",
         "<h3>Verdicts (rows: people, columns: judge)</h3>",

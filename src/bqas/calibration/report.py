@@ -121,10 +121,17 @@ def calibration_block(spec: JudgeSpec, outcomes: Sequence[Outcome]) -> dict[str,
             ).as_dict()
         return fig.as_dict()
 
+    from bqas.runner.summary import UnscoredReasons
+
+    why = UnscoredReasons()
+    for o in outcomes:
+        why.add(o.record)
     return {
         "samples": len(outcomes),
         "scored": len(scored),
         "unscored": unscored,
+        # Why, one line per cause (not one per sample).
+        "unscored_reasons": why.as_list(),
         "abstention_rate": rate(unscored, len(outcomes), empty="no judged sample").as_dict(),
         "reject": {
             "tp": counts.tp,

@@ -51,11 +51,13 @@ def print_summary(
         f"{summary['completion_tokens']} · cache hits {summary['cache_hits']} · cost "
         + (f"${cost:.4f}" if cost is not None else "n/a (no price configured)")
     )
-    from bqas.runner.summary import timing_text
+    from bqas.runner.summary import timing_text, unscored_lines
 
+    for line in unscored_lines(summary.get("unscored_reasons") or []):
+        console.print(line, markup=False, soft_wrap=True)  # one line per cause, greppable in a CI log
     timing = timing_text(summary)
     if timing:
-        console.print(timing, markup=False)
+        console.print(timing, markup=False, soft_wrap=True)
     if summary.get("target"):
         console.print(target_line(summary["target"]), markup=False)
     if thresholds:

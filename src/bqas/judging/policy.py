@@ -87,9 +87,10 @@ def apply_policy(
     unscored_reason = None
     if composite is not None and not gate_failures and coverage < rule.min_measured_weight:
         # Too little measured for a verdict (e.g. only a gate passed offline): no composite, no pass.
+        measured = ", ".join(n for n in rule.composite if values.get(n) is not None)
         unscored_reason = (
-            f"only {coverage:.0%} of the composite weight could be measured (partial composite {composite:g}); "
-            f"a verdict needs {rule.min_measured_weight:.0%} (policy min_measured_weight)"
+            f"only {coverage:.0%} of the composite weight could be measured ({measured}; partial composite "
+            f"{composite:g}); a verdict needs {rule.min_measured_weight:.0%} (policy min_measured_weight)"
         )
         composite = None
     verdict = verdict_for(composite, gate_failures, rule)

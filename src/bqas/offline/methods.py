@@ -68,6 +68,7 @@ BUILTIN_METHOD_MODULES: dict[str, str] = {
     "pii_gate": "bqas.offline.safety",
     "safety_gate": "bqas.offline.safety",
     "pii_list": "bqas.offline.safety",
+    "pii_anonymization": "bqas.offline.safety",
     "intent_taxonomy": "bqas.offline.taxonomy",
     "embedding_relevance": "bqas.offline.relevance",
     "claim_grounding": "bqas.offline.grounding",

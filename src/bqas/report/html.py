@@ -94,10 +94,11 @@ def write_html_report(
         Capped(max_escalations),
         Capped(max_escalations),
     )
-    from bqas.runner.summary import TargetFigures, TimingStats, timing_text
+    from bqas.runner.summary import TargetFigures, TimingStats, UnscoredReasons, timing_text, unscored_lines
 
     target = TargetFigures()
     timing = TimingStats()
+    why_unscored = UnscoredReasons()
     # Samples whose --repeats straddle a verdict threshold (their records, capped like the other lists).
     flaky: dict[str, Any] = {"total": 0, "rows": []}
     from bqas.trust.summary import TrustStats
@@ -107,6 +108,7 @@ def write_html_report(
         verdict = stats.add(record)
         trust.add(record)
         timing.add(record)
+        why_unscored.add(record)
         status = record.get("status")
         if isinstance(record.get("target"), Mapping) or status == "target_error":
             target.add(record)
@@ -184,6 +186,7 @@ def write_html_report(
         "baseline": None,
         "trust": _trust_view(run, trust.as_dict()),
         "timing": timing_text(timing.as_dict()),
+        "unscored_why": unscored_lines(why_unscored.as_list()),
         "repeats": run.get("repeats") if isinstance(run.get("repeats"), Mapping) else None,
         "flaky": flaky,
     }

@@ -4,6 +4,7 @@ check the scenario's thresholds."""
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +46,44 @@ class RunningStats:
             "min": self.minimum,
             "max": self.maximum,
         }
+
+
+_PARTIAL = re.compile(r";? ?partial composite [0-9.]+")
+
+
+def reason_group(reason: Any) -> str:
+    """An unscored reason without the parts that differ per sample (the partial composite's value), so
+    that one cause reads as one sentence per run, however many results it left unscored."""
+    text = _PARTIAL.sub("", str(reason or "no reason given")).replace("()", "").replace("( ", "(").replace(" ;", ";")
+    return " ".join(text.split())[:300]
+
+
+@dataclass
+class UnscoredReasons:
+    """Why results were left unscored, grouped by judge and cause (one line each, with its count)."""
+
+    counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+    judged: Counter[str] = field(default_factory=Counter)
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        judge = str(record.get("judge"))
+        self.judged[judge] += 1
+        if record.get("status") == "unscored":
+            self.counts[(judge, reason_group(record.get("unscored_reason")))] += 1
+
+    def as_list(self, limit: int = 10) -> list[dict[str, Any]]:
+        return [
+            {"judge": j, "reason": r, "count": n, "of": self.judged[j]} for (j, r), n in self.counts.most_common(limit)
+        ]
+
+
+def unscored_lines(groups: Iterable[Mapping[str, Any]]) -> list[str]:
+    """``rag_privacy: 4,329 of 5,093 results unscored: only 40% of the composite weight …``"""
+    return [
+        f"{g['judge']}: {g['count']:,} of {g['of']:,} results unscored: {g['reason']}"
+        for g in groups
+        if isinstance(g, Mapping) and g.get("count")
+    ]
 
 
 @dataclass
@@ -96,6 +135,7 @@ class RunSummary:
     completion_tokens: int = 0
     cache_hits: int = 0
     timing: TimingStats = field(default_factory=lambda: TimingStats())
+    unscored_reasons: UnscoredReasons = field(default_factory=lambda: UnscoredReasons())
     trust: TrustStats = field(default_factory=TrustStats)
     # Results whose sample the assistant under test gave no usable answer for (bqas.targets).
     target_error_results: int = 0
@@ -116,6 +156,7 @@ class RunSummary:
             self.unscored += 1
         else:
             self.scored += 1
+        self.unscored_reasons.add(record)
         verdict = record.get("verdict")
         if verdict:
             self.verdicts[str(verdict)] += 1
@@ -191,6 +232,7 @@ class RunSummary:
             "cache_hits": self.cache_hits,
             "cost_usd": cost_usd,
             **self.timing.as_dict(),
+            "unscored_reasons": self.unscored_reasons.as_list(),
             "trust": self.trust.as_dict(),
             "dimensions": {
                 k: {
