@@ -269,14 +269,16 @@ def test_a_killed_worker_is_replaced_and_nothing_is_lost_or_doubled(
 
 
 @pytest.mark.ray
-def test_items_that_keep_failing_become_invalid_records_not_a_hang(
-    tmp_path: Path, bqas_home: Path, cluster: str
-) -> None:
+def test_items_that_keep_failing_become_judge_errors_not_a_hang(tmp_path: Path, bqas_home: Path, cluster: str) -> None:
+    """A sample whose judging kills the actor's process every time: its batch is split, the other items
+    are judged, and it is stored as a ``judge_error`` naming the cause, which misses the run's
+    ``max_judge_errors`` gate (default 0) and is not "done" (``--resume`` judges it again)."""
     import ray
 
     from bqas.runner.execute import judge_work, persist_batch, work_items
-    from bqas.runner.ray_run import MAX_ATTEMPTS, _drive
+    from bqas.runner.ray_pool import MAX_ATTEMPTS, ActorPool, drive
     from bqas.runner.scenario import load_scenario
+    from bqas.runner.summary import check_thresholds, summarize
     from bqas.settings import get_settings
     from bqas.store.db import open_store
 
@@ -295,6 +297,9 @@ def test_items_that_keep_failing_become_invalid_records_not_a_hang(
             self.engine = build_engine(get_settings(), backend="offline", language="de")
             self.store = open_store(url)
 
+        def where(self) -> tuple[int, str, str]:
+            return os.getpid(), ray.get_runtime_context().get_node_id(), "127.0.0.1"
+
         def judge(self, batch: list[Any]) -> tuple[int, int]:
             import asyncio
 
@@ -304,16 +309,29 @@ def test_items_that_keep_failing_become_invalid_records_not_a_hang(
             persist_batch(self.store, "r-poison", results)
             return len(batch), len(results)
 
-    actor = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=MAX_ATTEMPTS - 1)(Flaky).remote()  # type: ignore[attr-defined]
-    judged = _drive(ray, [actor], scenario, store, "r-poison", iter(work_items(scenario)), 4, None)
-    ray.kill(actor)
+        def close(self) -> None:
+            pass
+
+    remote = ray.remote(num_cpus=1, max_restarts=0)(Flaky)  # type: ignore[attr-defined]
+    notices: list[str] = []
+    pool = ActorPool(ray, lambda name: remote.options(name=name).remote(), 60, notices.append, prefix="poison")
+    pool.start(1)
+    pool.wait_started()
+    try:
+        judged = drive(pool, scenario, store, "r-poison", iter(work_items(scenario)), 4, None)
+    finally:
+        pool.close()
     assert judged == 8
     records = {r["response_id"]: r for r in store.iter_records("r-poison")}
     assert len(records) == len(list(work_items(scenario)))
     poison = records["s003"]
-    assert poison["status"] == "invalid"
-    assert f"failed {MAX_ATTEMPTS} times" in poison["errors"][0]
+    assert poison["status"] == "judge_error"
+    assert f"failed {MAX_ATTEMPTS} times on the Ray cluster: ActorDiedError" in poison["errors"][0]
     assert all(r["status"] == "scored" for k, r in records.items() if k.startswith("s") and k != "s003")
+    assert any("was lost" in n for n in notices) and pool.lost >= MAX_ATTEMPTS
+    gates = {t.name: t for t in check_thresholds(summarize(records.values()), scenario.thresholds)}
+    assert not gates["max_judge_errors"].passed and gates["max_judge_errors"].actual == 1
+    assert "s003::voice" not in store.done_keys("r-poison")  # not done: a resume judges it again
 
 
 @pytest.mark.ray

@@ -234,6 +234,15 @@ def run_cmd(
         Optional[int],  # noqa: UP045
         typer.Option("--ray-workers", help="Judge actors on the cluster (default: its CPUs, at most --concurrency)."),
     ] = None,
+    ray_placement_timeout: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--ray-placement-timeout",
+            metavar="SECONDS",
+            help="How long a judge actor may wait for a free CPU on the cluster (a replacement for one on a "
+            "lost node too); then the run goes on without it (default: the scenario's ray.placement_timeout, 60).",
+        ),
+    ] = None,
     repeats: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option(
@@ -272,8 +281,8 @@ def run_cmd(
     Example: bqas run scenarios/voice_de.yaml --out runs/today
 
     Exit 0 when all thresholds are met, 1 when one is missed (an unscored result misses max_unscored,
-    a target error max_target_errors, both default 0), 2 on a usage, configuration or input error (also:
-    no valid sample, or the run failed).
+    a target error max_target_errors, a judge error (a lost Ray node) max_judge_errors, all default 0),
+    2 on a usage, configuration or input error (also: no valid sample, or the run failed).
     A run that dies can be continued: bqas run --resume RUN_ID
     """
     if dry_run:
@@ -303,6 +312,7 @@ def run_cmd(
         profile or [],
         ray=ray,
         ray_workers=ray_workers,
+        ray_placement_timeout=ray_placement_timeout,
         repeats=repeats,
         llm_gguf=llm_gguf,
         target=target,

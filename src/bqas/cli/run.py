@@ -40,6 +40,8 @@ def print_summary(
     for verdict in ("production_ready", "needs_review", "failed", "unscored"):
         table.add_row(verdict, str(summary["verdicts"].get(verdict, 0)))
     table.add_row("invalid samples", str(summary["invalid"]))
+    if summary.get("judge_errors"):
+        table.add_row("judging errors (--resume retries)", str(summary["judge_errors"]))
     if "target_errors" in summary:
         table.add_row("target errors", str(summary["target_errors"]))
     table.add_row("escalations", str(summary["escalations"]))
@@ -215,6 +217,7 @@ def run_scenario(
     profiles: list[Path] | None = None,
     ray: str | None = None,
     ray_workers: int | None = None,
+    ray_placement_timeout: float | None = None,
     repeats: int | None = None,
     llm_gguf: Path | None = None,
     target: str | None = None,
@@ -230,6 +233,11 @@ def run_scenario(
         raise typer.Exit(2)
     if concurrency is not None and concurrency < 1:
         typer.echo(f"error: --concurrency: expected at least 1, got {concurrency}", err=True)
+        raise typer.Exit(2)
+    if ray_placement_timeout is not None and not 1 <= ray_placement_timeout <= 86_400:
+        typer.echo(
+            f"error: --ray-placement-timeout: expected 1 to 86400 seconds, got {ray_placement_timeout:g}", err=True
+        )
         raise typer.Exit(2)
     if ray_workers is not None and ray_workers < 1:
         typer.echo(f"error: --ray-workers: expected at least 1, got {ray_workers}", err=True)
@@ -265,6 +273,7 @@ def run_scenario(
         profiles=list(profiles or []),
         ray=ray,
         ray_workers=ray_workers,
+        ray_placement_timeout=ray_placement_timeout,
         repeats=repeats,
         target=target,
         reuse_target_replies=reuse_target_replies,

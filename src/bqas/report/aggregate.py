@@ -16,7 +16,7 @@ from bqas.report.charts import SCALE_5, SCALE_100, Svg, gate_chart, histogram_ch
 
 # Display order of verdicts; unknown verdicts follow in order of appearance.
 # The verdicts of the judge policy; a pass is ``production_ready``.
-VERDICT_ORDER = ("production_ready", "needs_review", "failed", "unscored", "invalid")
+VERDICT_ORDER = ("production_ready", "needs_review", "failed", "unscored", "invalid", "judge_error")
 
 
 PASS_VERDICTS = frozenset({"production_ready"})
@@ -284,7 +284,7 @@ class JudgeAcc:
 
 def verdict_of(record: Mapping[str, Any]) -> str:
     status = record.get("status")
-    if status in ("invalid", "unscored", "target_error"):
+    if status in ("invalid", "unscored", "target_error", "judge_error"):
         return str(status)
     verdict = record.get("verdict")
     return str(verdict) if verdict else "unknown"

@@ -95,7 +95,7 @@ def case_view(record: Mapping[str, Any], *, full: bool) -> CaseView:
     """Project a record onto what the report shows; ``full`` adds inputs, dimensions and reasoning."""
     verdict = verdict_of(record)
     status = str(record.get("status") or "?")
-    if status in ("invalid", "target_error"):
+    if status in ("invalid", "target_error", "judge_error"):
         reason = "; ".join(fmt_issue(e) for e in as_list(record.get("errors"))) or "(no error given)"
     elif status == "unscored":
         reason = str(record.get("unscored_reason") or "(no reason given)")

@@ -17,6 +17,7 @@ VERDICT_CSS = {
     "failed": "bad",
     "unscored": "muted",
     "invalid": "err",
+    "judge_error": "err",
 }
 
 

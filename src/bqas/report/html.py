@@ -88,7 +88,8 @@ def write_html_report(
 
     stats = Stats()
     worst = Worst(worst_n)
-    escalations, unscored, invalid, target_errors = (
+    escalations, unscored, invalid, target_errors, judge_errors = (
+        Capped(max_escalations),
         Capped(max_escalations),
         Capped(max_escalations),
         Capped(max_escalations),
@@ -114,6 +115,8 @@ def write_html_report(
             target.add(record)
         if status == "target_error":
             target_errors.add(record)
+        elif status == "judge_error":
+            judge_errors.add(record)
         elif status == "invalid":
             invalid.add(record)
         elif status == "unscored":
@@ -183,6 +186,7 @@ def write_html_report(
         "invalid": invalid,
         "target": target.as_dict() if target.asked else None,
         "target_errors": target_errors,
+        "judge_errors": judge_errors,
         "baseline": None,
         "trust": _trust_view(run, trust.as_dict()),
         "timing": timing_text(timing.as_dict()),

@@ -175,11 +175,15 @@ def _testcase(record: Mapping[str, Any], suite: _Suite) -> str:
     suite.time += seconds
     head = f'    <testcase classname="bqas.{_attr(judge)}" name="{_attr(name)}" time="{seconds:.3f}"'
 
-    if status in ("invalid", "target_error"):
+    if status in ("invalid", "target_error", "judge_error"):
         suite.errors += 1
         issues = [_fmt_issue(e) for e in as_list(record.get("errors"))] or ["(no error given)"]
         body = "\n".join(issues + [f"warning: {_fmt_issue(w)}" for w in as_list(record.get("warnings"))])
-        what = "invalid sample" if status == "invalid" else "the assistant gave no usable answer"
+        what = {
+            "invalid": "invalid sample",
+            "target_error": "the assistant gave no usable answer",
+            "judge_error": "judging failed (not the sample's fault; --resume judges it again)",
+        }[str(status)]
         message = _one_line(f"{what}: " + "; ".join(issues))
         return (
             f'{head}>\n      <error type="{status}" message="{_attr(message)}">{_text(body)}</error>\n    </testcase>\n'

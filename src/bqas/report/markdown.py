@@ -142,9 +142,9 @@ def run_markdown(
 
 def _rank(record: Mapping[str, Any]) -> tuple[int, float]:
     """Worst first: invalid, unscored, failed, needs_review, then by composite score."""
-    order = {"invalid": 0, "target_error": 0, "unscored": 1, "failed": 2, "needs_review": 3}
+    order = {"invalid": 0, "target_error": 0, "judge_error": 0, "unscored": 1, "failed": 2, "needs_review": 3}
     verdict = record.get("verdict") or record.get("status") or ""
-    if record.get("status") in ("invalid", "target_error"):
+    if record.get("status") in ("invalid", "target_error", "judge_error"):
         verdict = str(record["status"])
     score = record.get("composite_score")
     return order.get(str(verdict), 4), float(score) if isinstance(score, int | float) else 0.0

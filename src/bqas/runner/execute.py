@@ -20,7 +20,7 @@ from bqas.judging.exchange import EXCHANGE_KEY
 from bqas.runner.dataset import DatasetItem, iter_dataset
 from bqas.runner.gc_tuning import fewer_collections
 from bqas.runner.scenario import Scenario
-from bqas.store.db import Store
+from bqas.store.db import JUDGE_ERROR, Store
 
 if TYPE_CHECKING:
     from bqas.targets.stage import TargetStage
@@ -149,6 +149,15 @@ def target_error_record(run_id: str, work: WorkItem, reason: str, language: str 
     record = invalid_record(run_id, work, reason, language, {})
     record["status"] = "target_error"
     record["target_error"] = reason
+    return record
+
+
+def judge_error_record(run_id: str, work: WorkItem, reason: str, language: str | None) -> dict[str, Any]:
+    """The record of a sample whose judging failed for a reason outside the sample (a lost Ray node, a
+    worker process that died every time): ``judge_error``. It counts against ``max_judge_errors`` and is
+    not "done": ``--resume`` judges it again, and any later result of the sample replaces it."""
+    record = invalid_record(run_id, work, reason, language, {})
+    record["status"] = JUDGE_ERROR
     return record
 
 

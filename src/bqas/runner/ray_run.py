@@ -7,10 +7,10 @@ shared SQL store itself, through the same :func:`persist_batch` a local run uses
 judge) as ever, so ``--resume`` redoes only what is missing and nothing is stored twice. The driver
 holds at most two batches per actor in flight, so its memory stays flat in the number of samples.
 
-Failures: an actor that dies is restarted by Ray and its batch retried by Ray (``max_task_retries``);
-a batch that still fails after :data:`MAX_ATTEMPTS` is split into single items, each again retried by
-Ray, and an item that fails :data:`MAX_ATTEMPTS` times on its own becomes an ``invalid`` record that
-names the error. Nothing waits forever on a lost worker.
+Failures (:mod:`bqas.runner.ray_pool`): a lost actor (its process or its node) is replaced and its
+batches go to the other actors; a replacement that Ray cannot place within ``placement_timeout`` is
+given up; an item that keeps failing becomes a ``judge_error`` record (a gate, default 0; ``--resume``
+judges it again); with no actor left the rest is judged in this process. Nothing waits forever.
 
 Ray is imported here only: without ``--ray`` (or a scenario ``ray:`` key) it is never loaded.
 """
@@ -18,17 +18,16 @@ Ray is imported here only: without ``--ray`` (or a scenario ``ray:`` key) it is 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import secrets
 import sys
 import threading
-from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from bqas.runner.execute import Result, RunFailed, WorkItem, invalid_record, judge_work, pending_items, persist_batch
+from bqas.runner.execute import Result, RunFailed, WorkItem, judge_work, pending_items, persist_batch
+from bqas.runner.ray_pool import ActorPool, ClusterLost, cause, drive
 from bqas.runner.scenario import Scenario, ScenarioError
 from bqas.settings import Settings
 from bqas.store.db import Store
@@ -36,8 +35,6 @@ from bqas.store.db import Store
 if TYPE_CHECKING:
     from bqas.runner.run import RunRequest
 
-MAX_ATTEMPTS = 3  # tries of a batch, then of each of its items alone, before an item is given up
-IN_FLIGHT_PER_ACTOR = 2  # one judged, one waiting: no actor idles between batches
 NAMESPACE = "bqas"
 
 
@@ -48,6 +45,7 @@ class RayPlan:
     address: str
     workers: int | None
     batch_size: int
+    placement_timeout: float = 60.0
 
 
 def ray_plan(request: RunRequest, scenario: Scenario) -> RayPlan:
@@ -57,6 +55,7 @@ def ray_plan(request: RunRequest, scenario: Scenario) -> RayPlan:
         address=request.ray or (section.address if section else "auto"),
         workers=request.ray_workers or (section.workers if section else None),
         batch_size=section.batch_size if section else 32,
+        placement_timeout=request.ray_placement_timeout or (section.placement_timeout if section else 60.0),
     )
 
 
@@ -180,6 +179,12 @@ class JudgeWorker:
         """This actor's process id (tests kill it)."""
         return os.getpid()
 
+    def where(self) -> tuple[int, str, str]:
+        """(process id, node id, node address): the first call, answered once the actor runs."""
+        import ray
+
+        return os.getpid(), ray.get_runtime_context().get_node_id(), _ray().util.get_node_ip_address()
+
     def judge(self, batch: list[WorkItem]) -> tuple[int, int]:
         """Judge a batch and store its results; returns (work items, records) done."""
         results = asyncio.run_coroutine_threadsafe(self._judge(batch), self.loop).result()
@@ -201,30 +206,6 @@ class JudgeWorker:
         if self.engine.llm is not None:
             asyncio.run_coroutine_threadsafe(self.engine.llm.aclose(), self.loop).result()
         self.loop.call_soon_threadsafe(self.loop.stop)
-
-
-def _batches(items: Iterator[WorkItem], size: int) -> Iterator[list[WorkItem]]:
-    batch: list[WorkItem] = []
-    for work in items:
-        batch.append(work)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
-def _cause(error: BaseException) -> str:
-    """The error an actor raised (Ray wraps it), as ``Type: message``."""
-    cause = getattr(error, "cause", None) or error
-    return f"{type(cause).__name__}: {cause}"
-
-
-def _given_up(run_id: str, scenario: Scenario, work: WorkItem, error: BaseException) -> Result:
-    """The record of an item that failed on the cluster every time: invalid, with the reason."""
-    language = work.item.data.get("language") or scenario.language
-    reason = f"judging failed {MAX_ATTEMPTS} times on the Ray cluster: {_cause(error)}"
-    return (work.key, work.seq, invalid_record(run_id, work, reason[:2000], language, {}))
 
 
 def run_on_ray(
@@ -260,84 +241,33 @@ def run_on_ray(
 
         review = get_review_settings()
         memory_k = review.memory_examples_k if review.memory_examples else None
-        actor = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=MAX_ATTEMPTS - 1)(JudgeWorker)
+        # Ray does not restart the actors itself: a lost one is replaced by the pool, which bounds how
+        # long a replacement may wait for a CPU (Ray would wait for ever on a cluster without one).
+        actor = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(JudgeWorker)
         token = secrets.token_hex(3)  # a resumed run's actors never clash with a dead driver's
-        actors = [
-            actor.options(name=f"judge-{run_id}-{token}-{i}").remote(
+
+        def make(name: str) -> Any:
+            return actor.options(name=name).remote(
                 portable, scenario, settings, stored, database_url, run_id, share, review_tenant, memory_k
             )
-            for i in range(workers)
-        ]
+
+        pool = ActorPool(ray, make, plan.placement_timeout, notice, prefix=f"judge-{run_id}-{token}")
         try:
+            pool.start(workers)
             try:  # an actor that cannot even start (engine or store) fails the run now, not item by item
-                ray.get([a.pid.remote() for a in actors], timeout=600)
+                pool.wait_started()
+            except ClusterLost:
+                raise
             except Exception as exc:
-                raise RunFailed(f"the judge actors did not start on the Ray cluster: {_cause(exc)}") from exc
+                raise RunFailed(f"the judge actors did not start on the Ray cluster: {cause(exc)}") from exc
             pending = pending_items(scenario, done, done_repeats)  # --repeats: repeats 2..N follow each item
             if request.progress:
                 finished = len(done) + sum(len(keys) for keys in (done_repeats or {}).values())
                 with progress_bar(scenario.name, total, finished) as advance:
-                    return _drive(ray, actors, scenario, store, run_id, pending, plan.batch_size, advance)
-            return _drive(ray, actors, scenario, store, run_id, pending, plan.batch_size, None)
+                    return drive(pool, scenario, store, run_id, pending, plan.batch_size, advance)
+            return drive(pool, scenario, store, run_id, pending, plan.batch_size, None)
         finally:
-            for a in actors:
-                with contextlib.suppress(Exception):  # a dead actor has nothing left to close
-                    ray.get(a.close.remote(), timeout=30)
-                ray.kill(a)
+            pool.close()
     finally:
         if started:
             _ray().shutdown()
-
-
-def _drive(
-    ray: Any,
-    actors: list[Any],
-    scenario: Scenario,
-    store: Store,
-    run_id: str,
-    pending: Iterator[WorkItem],
-    batch_size: int,
-    advance: Any,
-) -> int:
-    """Keep every actor busy until all batches are judged; split and give up on batches that keep failing."""
-    source = _batches(pending, batch_size)
-    retry: deque[tuple[list[WorkItem], bool]] = deque()  # (batch, alone): items split out of a failed batch
-    in_flight: dict[Any, tuple[list[WorkItem], bool, int]] = {}
-    load = [0] * len(actors)
-    judged = 0
-    exhausted = False
-
-    def submit(batch: list[WorkItem], alone: bool) -> None:
-        i = min(range(len(actors)), key=load.__getitem__)
-        ref = actors[i].judge.options(retry_exceptions=True).remote(batch)
-        in_flight[ref] = (batch, alone, i)
-        load[i] += 1
-
-    while True:
-        while len(in_flight) < IN_FLIGHT_PER_ACTOR * len(actors):
-            if retry:
-                submit(*retry.popleft())
-            elif not exhausted:
-                nxt = next(source, None)
-                if nxt is None:
-                    exhausted = True
-                    continue
-                submit(nxt, False)
-            else:
-                break
-        if not in_flight:
-            return judged
-        ready, _ = ray.wait(list(in_flight), num_returns=1)
-        batch, alone, i = in_flight.pop(ready[0])
-        load[i] -= 1
-        try:
-            items, records = ray.get(ready[0])
-        except Exception as exc:  # the batch failed MAX_ATTEMPTS times (Ray retried it)
-            if not alone:
-                retry.extend(([work], True) for work in batch)  # find the item at fault
-                continue
-            persist_batch(store, run_id, [_given_up(run_id, scenario, batch[0], exc)])
-            items, records = 1, 1
-        judged += items
-        if advance is not None:
-            advance(records)

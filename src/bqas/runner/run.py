@@ -48,6 +48,7 @@ class RunRequest:
     profiles: list[Path] = field(default_factory=list)  # --profile (besides the scenario's profiles)
     ray: str | None = None  # --ray ADDRESS|auto|local: judge on a Ray cluster (overrides the scenario's ray:)
     ray_workers: int | None = None  # --ray-workers: judge actors (default: the scenario's, else the cluster's CPUs)
+    ray_placement_timeout: float | None = None  # --ray-placement-timeout (else the scenario's ray.placement_timeout)
     repeats: int | None = None  # --repeats (else the scenario's `repeats`)
     target: str | None = None  # --target FILE|YAML: the assistant under test (instead of the scenario's target:)
     reuse_target_replies: str | None = None  # --reuse-target-replies RUN_ID: judge that run's replies again
@@ -174,6 +175,7 @@ def _run_meta(
             "scored": summary.scored,
             "unscored": summary.unscored,
             "invalid": summary.invalid,
+            "judge_errors": summary.judge_errors,
             "llm_calls": summary.llm_calls,
             "prompt_tokens": summary.prompt_tokens,
             "completion_tokens": summary.completion_tokens,
@@ -360,11 +362,30 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
             engine.options.examples = _memory_examples(store, tenant, review.memory_examples_k)
         try:
             if request.ray or scenario.ray is not None:
-                from bqas.runner.ray_run import run_on_ray
+                from bqas.runner.ray_pool import ClusterLost
+                from bqas.runner.ray_run import notice, run_on_ray
 
-                judged = run_on_ray(
-                    request, scenario, settings, store, run_id, done, total, concurrency, tenant, done_repeats
-                )
+                try:
+                    judged = run_on_ray(
+                        request, scenario, settings, store, run_id, done, total, concurrency, tenant, done_repeats
+                    )
+                except ClusterLost as lost:
+                    # The cluster cannot judge any more: the rest is judged here, as a local run would.
+                    notice(f"{lost}; judging the remaining samples in this process")
+                    done = store.done_keys(run_id)
+                    done_repeats = {r: store.done_keys(run_id, r) for r in range(2, scenario.repeats + 1)}
+                    judged = lost.judged + _run_with_progress(
+                        engine,
+                        scenario,
+                        store,
+                        run_id,
+                        done,
+                        total,
+                        concurrency,
+                        request.progress,
+                        tenant,
+                        done_repeats,
+                    )
             else:
                 stage = None
                 if target is not None or reuse is not None:

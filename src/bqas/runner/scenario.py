@@ -64,6 +64,9 @@ class RaySection(BaseModel):
     address: str = Field(default="auto", min_length=1, max_length=500)
     workers: int | None = Field(default=None, ge=1, le=4096)  # judge actors; default: the cluster's CPUs
     batch_size: int = Field(default=32, ge=1, le=10_000)  # work items per actor call
+    # Seconds a judge actor may wait for Ray to place it (a CPU free on a live node); a replacement for
+    # an actor whose node was lost that is not placed in time is given up and the run goes on without it.
+    placement_timeout: float = Field(default=60.0, ge=1, le=86_400)
 
 
 class Thresholds(BaseModel):
@@ -79,6 +82,9 @@ class Thresholds(BaseModel):
     # Answers the assistant under test failed to give (timeouts, errors, unmappable replies): a count.
     # Unset means 0 for a run that asked a target (docs/targets.md).
     max_target_errors: int | None = Field(default=None, ge=0)
+    # Results whose judging failed for a reason outside the sample (a lost Ray node, a worker that kept
+    # dying): a count. Unset means 0; `bqas run --resume` judges them again.
+    max_judge_errors: int | None = Field(default=None, ge=0)
     # The assistant's own latency: the 95th percentile of its answering times, in milliseconds.
     max_target_p95_ms: float | None = Field(default=None, gt=0)
     dimensions: dict[str, float] = Field(default_factory=dict)

@@ -139,6 +139,8 @@ class RunSummary:
     trust: TrustStats = field(default_factory=TrustStats)
     # Results whose sample the assistant under test gave no usable answer for (bqas.targets).
     target_error_results: int = 0
+    # Results whose judging failed for a reason outside the sample (``judge_error``; judged again on resume).
+    judge_errors: int = 0
     target: TargetFigures = field(default_factory=lambda: TargetFigures())
 
     def add(self, record: Mapping[str, Any]) -> None:
@@ -148,6 +150,9 @@ class RunSummary:
             self.target.add(record)
         if status == "target_error":
             self.target_error_results += 1
+            return
+        if status == "judge_error":
+            self.judge_errors += 1
             return
         if status == "invalid":
             self.invalid += 1
@@ -210,6 +215,8 @@ class RunSummary:
 
     def as_dict(self, cost_usd: float | None = None) -> dict[str, Any]:
         data = self._as_dict(cost_usd)
+        if self.judge_errors:
+            data["judge_errors"] = self.judge_errors
         if self.target.asked:
             data["target_errors"] = self.target.errors
             data["target"] = self.target.as_dict()
@@ -378,9 +385,15 @@ def check_thresholds(summary: RunSummary, thresholds: Thresholds) -> list[Thresh
         out.append(ThresholdResult("max_failed", thresholds.max_failed, failed, failed <= thresholds.max_failed))
     out.append(
         unscored_gate(
-            summary.unscored, summary.samples - summary.invalid - summary.target_error_results, thresholds.max_unscored
+            summary.unscored,
+            summary.samples - summary.invalid - summary.target_error_results - summary.judge_errors,
+            thresholds.max_unscored,
         )
     )
+    if summary.judge_errors or thresholds.max_judge_errors is not None:
+        allowed = thresholds.max_judge_errors or 0
+        errors = summary.judge_errors
+        out.append(ThresholdResult("max_judge_errors", allowed, errors, errors <= allowed))
     if summary.target.asked or thresholds.max_target_errors is not None:
         allowed = thresholds.max_target_errors or 0
         errors = summary.target.errors

@@ -97,6 +97,25 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.close()
 
 
+JUDGE_ERROR = "judge_error"  # the status of a result whose judging failed for a reason outside the sample
+# The columns a later result writes over a stored judge_error record of the same key.
+_REPLACEABLE = (
+    "seq",
+    "sample_id",
+    "judge",
+    "status",
+    "verdict",
+    "composite",
+    "language",
+    "decision",
+    "intent",
+    "escalated",
+    "record",
+    "exchange",
+    "created_at",
+)
+
+
 class StoredKeys(set[str]):
     """Stored sample keys; ``key in keys`` also matches a key stored in its redacted form (BQAS_REDACT_PII)."""
 
@@ -193,14 +212,22 @@ class Store:
 
     # -- results ---------------------------------------------------------------------------------------
     def done_keys(self, run_id: str, repeat: int = 1) -> set[str]:
-        """The sample keys already stored for the run's ``repeat`` (membership also by their redacted form)."""
+        """The sample keys already judged for the run's ``repeat`` (membership also by their redacted form).
+
+        A ``judge_error`` record (judging failed for a reason outside the sample) is not done: ``--resume``
+        judges that sample again, and its new result replaces the record (:meth:`add_results`)."""
         with self.session() as s:
             return StoredKeys(
-                s.scalars(select(ResultRow.sample_key).where(ResultRow.run_id == run_id, ResultRow.repeat == repeat))
+                s.scalars(
+                    select(ResultRow.sample_key).where(
+                        ResultRow.run_id == run_id, ResultRow.repeat == repeat, ResultRow.status != JUDGE_ERROR
+                    )
+                )
             )
 
     def add_results(self, run_id: str, records: Sequence[tuple[str, int, dict[str, Any]]]) -> int:
-        """Insert (sample_key, seq, record) rows in one transaction; rows already stored are skipped.
+        """Insert (sample_key, seq, record) rows in one transaction; rows already stored are skipped, except
+        a stored ``judge_error`` record, which a result of the same key that is not one replaces.
 
         The record's ``repeat`` (default 1) is part of the key: each repeat of ``--repeats`` is its own row."""
         if not records:
@@ -230,11 +257,13 @@ class Store:
         insert = self.insert()
         # One statement for every batch size (executemany with "insertmanyvalues"), so SQLAlchemy compiles
         # it once; rowcount is unreliable for such inserts, so count the ids that come back.
-        stmt = (
-            insert(ResultRow)
-            .on_conflict_do_nothing(index_elements=["run_id", "sample_key", "repeat"])
-            .returning(ResultRow.id)
-        )
+        stmt = insert(ResultRow)
+        replaced = {name: stmt.excluded[name] for name in _REPLACEABLE}
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["run_id", "sample_key", "repeat"],
+            set_=replaced,
+            where=(ResultRow.status == JUDGE_ERROR) & (stmt.excluded.status != JUDGE_ERROR),
+        ).returning(ResultRow.id)
         with self.engine.begin() as conn:  # Core, not the ORM session: this runs on every batch of results
             inserted = conn.execute(stmt, rows).all()
         return len(inserted)
