@@ -118,3 +118,32 @@ def test_dry_run_names_file_and_line_of_a_bad_scenario(tmp_path: Path, bqas_home
     path.write_text("name: x\njudges: [voice, nope]\ndataset: d.jsonl\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["run", str(path), "--dry-run"])
     assert result.exit_code == 2 and "s.yaml:2" in result.output
+
+
+def test_dry_run_of_an_llm_scenario_needs_no_llm_configured(tmp_path: Path, bqas_home: Path) -> None:
+    # It sends nothing, yet it demanded BQAS_LLM_BASE_URL and BQAS_JUDGE_MODEL before it counted anything.
+    path = _scenario(tmp_path, "llm")
+    result = CliRunner().invoke(app, ["run", str(path), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    est = json.loads(result.output)
+    assert est["model"] is None and est["backend"] == "llm"
+    assert est["llm_calls"] == 4 and est["prompt_tokens"] > 0 and est["max_completion_tokens"] == 4 * 600
+    # auto without an LLM judges offline only: nothing would be sent.
+    auto = json.loads(CliRunner().invoke(app, ["run", str(path), "--backend", "auto", "--dry-run", "--json"]).output)
+    assert auto["llm_calls"] == 0
+
+
+def test_dry_run_with_a_local_model_names_it_and_starts_nothing(tmp_path: Path, bqas_home: Path) -> None:
+    # The file only looks like a GGUF model: starting an engine on it would fail, naming it does not.
+    fake = tmp_path / "Tiny-Judge-Q4_K_M.gguf"
+    fake.write_bytes(b"GGUF\x03\x00\x00\x00")
+    path = _scenario(tmp_path, "auto")
+    result = CliRunner().invoke(app, ["run", str(path), "--llm-gguf", str(fake), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    est = json.loads(result.output)
+    assert est["model"] == "Tiny-Judge-Q4_K_M" and est["llm_calls"] == 4
+    from bqas.llm.local import started_engines
+
+    assert all(e["gguf"] != str(fake.resolve()) for e in started_engines())
+    missing = CliRunner().invoke(app, ["run", str(path), "--llm-gguf", str(tmp_path / "no.gguf"), "--dry-run"])
+    assert missing.exit_code == 2 and "GGUF model file not found" in missing.output

@@ -21,8 +21,9 @@ def dry_run(
     target: str | None = None,
 ) -> None:
     """Count a scenario's samples, LLM calls and prompt tokens and price them; nothing is stored or sent."""
-    from bqas.runner.dry_run import estimate_run
-    from bqas.runner.run import RunRequest, _engine_for
+    from bqas.judging.factory import build_engine, llm_model_name, local_model
+    from bqas.runner.dry_run import LLMPlan, estimate_run
+    from bqas.runner.run import RunRequest, llm_overrides
     from bqas.runner.scenario import ScenarioError, load_scenario
     from bqas.settings import get_settings
 
@@ -40,7 +41,17 @@ def dry_run(
                 raise ScenarioError(f"--repeats: expected at least 1, got {repeats}")
             scenario.repeats = repeats
         request = RunRequest(scenario_path=scenario_path, backend=backend, language=language, overrides=overrides)
-        engine = _engine_for(scenario, request, settings, None)
+        # Nothing is sent, so no LLM needs to be reachable, or even configured: the prompts are rendered
+        # and counted as the run would send them (a local model is named, not started).
+        run_llm = llm_overrides(scenario, request)
+        chosen = backend or scenario.backend
+        configured = local_model(settings, run_llm) is not None or bool(run_llm.base_url or settings.llm_base_url)
+        plan = LLMPlan(
+            use=chosen == "llm" or (chosen == "auto" and configured),
+            model=llm_model_name(settings, run_llm) if configured else None,
+            max_tokens=run_llm.max_tokens or settings.llm_max_tokens,
+        )
+        engine = build_engine(settings, backend="offline", language=request.language or scenario.language)
         llm = scenario.llm
         prices = (
             llm.price_prompt_per_mtok if llm.price_prompt_per_mtok is not None else settings.price_prompt_per_mtok,
@@ -52,7 +63,7 @@ def dry_run(
             from bqas.targets.config import load_target_option
 
             scenario.target = load_target_option(target)
-        est = estimate_run(engine, scenario, prices, backend or scenario.backend, language)
+        est = estimate_run(engine, scenario, prices, chosen, language, plan)
     except (ScenarioError, ValueError, KeyError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -102,19 +102,36 @@ class DryRunEstimate:
         }
 
 
+@dataclass
+class LLMPlan:
+    """What the run's LLM tier would be, known without an LLM: whether it is asked, the model's name (if
+    configured) and the configured reply limit (``BQAS_LLM_MAX_TOKENS``, else each judge's)."""
+
+    use: bool
+    model: str | None = None
+    max_tokens: int | None = None
+
+
 def estimate_run(
     engine: JudgeEngine,
     scenario: Scenario,
     prices: tuple[float | None, float | None],
     backend: str,
     language: str | None = None,
+    plan: LLMPlan | None = None,
 ) -> DryRunEstimate:
-    """Walk the scenario's work items as a run would and count what the LLM tier would be sent."""
-    _, use_llm = engine.tiers
+    """Walk the scenario's work items as a run would and count what the LLM tier would be sent.
+
+    ``plan`` describes the LLM tier when the engine has none (a dry run needs no LLM to be reachable or
+    even configured); without it, the engine's own LLM client is the plan."""
+    if plan is None:
+        config = engine.llm.config if engine.llm is not None else None
+        plan = LLMPlan(engine.tiers[1], config.model if config else None, config.max_tokens if config else None)
+    use_llm = plan.use
     est = DryRunEstimate(
         scenario=scenario.name,
         backend=backend,
-        model=engine.llm.config.model if engine.llm is not None else None,
+        model=plan.model,
         prompt_price_per_mtok=prices[0],
         completion_price_per_mtok=prices[1],
     )
@@ -172,7 +189,7 @@ def estimate_run(
         est.prompt_tokens += tokens * calls
         row["llm_calls"] += calls
         row["prompt_tokens"] += tokens * calls
-        limit = (engine.llm.config.max_tokens if engine.llm is not None else None) or spec.max_tokens
+        limit = plan.max_tokens or spec.max_tokens
         if limit is None or est.max_completion_tokens is None:
             est.max_completion_tokens = None
         else:
