@@ -122,6 +122,7 @@ class LocalEngine:
         params.port = 0  # the system picks a free port: no race with another process
         params.hostnames = ["127.0.0.1"]
         params.endpoint_slots = True  # GET /slots: what each slot is doing (loopback only, like the rest)
+        params.endpoint_metrics = True  # GET /metrics: tokens processed and generated (Prometheus text)
         params.verbosity = -1  # llama.cpp's own log is for its developers; failures are raised below
         started = time.perf_counter()
         try:

