@@ -283,6 +283,10 @@ def _target_for(
     target = load_target_option(str(override)) if override is not None else scenario.target
     if target is not None and reuse is None:
         check_environment(target)
+        if target.type == "python":  # a function that cannot be imported fails now, before a run is created
+            from bqas.targets.kinds import load_function
+
+            load_function(target.function)
     if (target is not None or reuse is not None) and (request.ray or scenario.ray is not None):
         raise ScenarioError("--ray: a run with a target asks the assistant from this process; run it without --ray")
     return target, reuse
