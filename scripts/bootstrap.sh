@@ -33,4 +33,17 @@ if [ "${BQAS_BOOTSTRAP_FORCE:-}" = 1 ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp"
   UV_PYTHON_DOWNLOADS=never .venv/bin/uv sync --frozen --inexact --compile-bytecode --python .venv/bin/python "${extras[@]}"
   echo "$want" > "$stamp"
 fi
+# The verifier's training (bqas grounding-model train-verifier) and its tiny-configuration test need torch, a
+# development dependency only (the shipped verifier runs on onnxruntime). The CPU build comes from the
+# machine's local wheel folder: the PyPI wheel would pull several GB of CUDA libraries. Without that folder
+# the training test is skipped, everything else works.
+if [ "${1:-}" = "--dev" ] && ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is None)"; then
+  TORCH_WHEELS="${BQAS_TORCH_WHEELS:-/opt/wheels}"
+  if ls "$TORCH_WHEELS"/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then
+    echo "installing torch 2.13.0 (CPU) from $TORCH_WHEELS ..."
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check --find-links "$TORCH_WHEELS" "torch==2.13.0+cpu"
+  else
+    echo "note: no CPU torch wheel in $TORCH_WHEELS; the verifier's training test will be skipped" >&2
+  fi
+fi
 .venv/bin/python -m compileall -q src >/dev/null

