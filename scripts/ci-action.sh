@@ -75,11 +75,22 @@ compare=()
 if [[ "${GITHUB_EVENT_NAME:-}" == pull_request* && -n "${GITHUB_BASE_REF:-}" && "${BQAS_COMPARE_BASE:-true}" == "true" ]]; then
     # The base branch's run: the same scenario file as the base branch has it (its dataset included), judged
     # by this BQAS, into the same store, so that ci-summary can pair the samples.
+    # It runs inside the base branch's tree, so that a dataset beside the scenario's folder (../data/…) is
+    # inside the working directory there as it is here; the store, the outputs and a target file stay this
+    # checkout's (absolute paths).
     base_tree="$(mktemp -d)/base"
     if git fetch --quiet --no-tags --depth=1 origin "$GITHUB_BASE_REF" &&
         git worktree add --quiet --detach "$base_tree" FETCH_HEAD; then
         if [[ -f "$base_tree/$BQAS_SCENARIO" ]]; then
-            bqas run "$base_tree/$BQAS_SCENARIO" "${backend[@]}" "${target[@]}" --out "$out/base" --no-progress "${extra[@]}"
+            out_abs="$(cd "$out" && pwd)"
+            mkdir -p "$BQAS_HOME"
+            home_abs="$(cd "$BQAS_HOME" && pwd)"
+            base_target=("${target[@]}")
+            if [[ -f "${BQAS_TARGET:-}" ]]; then
+                base_target=(--target "$(cd "$(dirname "$BQAS_TARGET")" && pwd)/$(basename "$BQAS_TARGET")")
+            fi
+            (cd "$base_tree" && BQAS_HOME="$home_abs" bqas run "$BQAS_SCENARIO" "${backend[@]}" "${base_target[@]}" \
+                --out "$out_abs/base" --no-progress "${extra[@]}")
             base_rc=$?
             if [[ $base_rc -le 1 ]]; then
                 compare=(--baseline "$out/base" --max-drop "${BQAS_MAX_DROP:-2.0}")

@@ -35,14 +35,23 @@ def _samples(wrong: bool = False) -> list[dict[str, object]]:
     return rows
 
 
-def _write_scenario(folder: Path, samples: list[dict[str, object]], thresholds: str = "") -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "data.jsonl").write_text(
-        "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples), encoding="utf-8"
-    )
+def _write_scenario(
+    folder: Path,
+    samples: list[dict[str, object]],
+    thresholds: str = "",
+    max_invalid: int | None = 1,
+    dataset: str = "data.jsonl",
+) -> Path:
+    """The scenario of ``samples`` (in ``dataset``, relative to ``folder``); ``max_invalid`` allows the one
+    invalid sample (``None``: the default, 0)."""
+    if max_invalid is not None:
+        thresholds = (thresholds or "thresholds:\n") + f"  max_invalid: {max_invalid}\n"
+    data = folder / dataset
+    data.parent.mkdir(parents=True, exist_ok=True)
+    data.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples), encoding="utf-8")
     path = folder / "scenario.yaml"
     path.write_text(
-        f"name: ci <b>demo</b> | x\njudges: [voice]\nlanguage: de\nbackend: offline\ndataset: data.jsonl\n{thresholds}",
+        f"name: ci <b>demo</b> | x\njudges: [voice]\nlanguage: de\nbackend: offline\ndataset: {dataset}\n{thresholds}",
         encoding="utf-8",
     )
     return path
@@ -202,11 +211,13 @@ def test_action_script_on_a_pull_request_compares_with_the_base_branch(tmp_path:
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
     subprocess.run(["git", "clone", "-q", str(origin), str(repo)], check=True, capture_output=True)
     env = _action_env(tmp_path)
-    _write_scenario(repo / "qa", _samples())
+    # The dataset beside the scenario's folder: inside the checkout, and inside the base branch's tree.
+    _write_scenario(repo / "qa", _samples(), dataset="../data/voice.jsonl")
     _git(repo, "add", ".")
     subprocess.run(["git", "commit", "-qm", "base"], cwd=repo, check=True, env=env)
     _git(repo, "push", "-q", "origin", "HEAD:main")
-    _write_scenario(repo / "qa", _samples(wrong=True))  # the pull request makes the assistant worse
+    # The pull request makes the assistant worse.
+    _write_scenario(repo / "qa", _samples(wrong=True), dataset="../data/voice.jsonl")
     summary, output = tmp_path / "step_summary.md", tmp_path / "github_output"
     env = _action_env(
         tmp_path,
@@ -242,11 +253,19 @@ def test_action_script_on_a_pull_request_compares_with_the_base_branch(tmp_path:
     local = subprocess.run(
         ["bash", str(ROOT / "scripts/ci-action.sh")], cwd=repo, env=env, capture_output=True, text=True, timeout=300
     )
-    assert local.returncode == 0, local.stderr  # no thresholds in this scenario, and nothing to compare with
+    assert local.returncode == 0, local.stderr  # its gates are met (one invalid sample allowed); nothing to compare
     assert "Compared with" not in (tmp_path / "out2" / "summary.md").read_text(encoding="utf-8")
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True)
     assert ".bqas" not in status.stdout and not (repo / ".bqas").exists(), status.stdout
     assert [p.name.split(".")[0] for p in (tmp_path / "runner_temp").iterdir()] == ["bqas-home"]
+    # The invalid sample misses max_invalid when the scenario does not allow it (the default, 0).
+    _write_scenario(repo / "qa", _samples(), max_invalid=None)
+    env["BQAS_OUT"] = str(tmp_path / "out3")
+    strict = subprocess.run(
+        ["bash", str(ROOT / "scripts/ci-action.sh")], cwd=repo, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert strict.returncode == 1, strict.stderr
+    assert "| max\\_invalid | 0 | 1 | **MISSED** |" in (tmp_path / "out3" / "summary.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(

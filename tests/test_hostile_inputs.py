@@ -110,7 +110,7 @@ def test_bqas_run_jsonl_marks_every_hostile_line_invalid_and_judges_the_rest(tmp
     ]
     (tmp_path / "data.jsonl").write_text("\ufeff" + "\n".join(lines) + "\n", encoding="utf-8")
     code, output, records = _run(tmp_path, _scenario(tmp_path, "data.jsonl"))
-    assert code == 0, output
+    assert code == 1 and "max_invalid" in output, output  # judged, but invalid samples miss the gate
     assert records["good"]["status"] == "scored"  # the BOM did not break line 1
     assert all(records[f"harmless-{i}"]["status"] == "scored" for i in range(len(HARMLESS)))
     invalid = {r["line"]: r["errors"][0] for r in records.values() if r["status"] == "invalid"}
@@ -129,7 +129,7 @@ def test_bqas_run_csv_with_bom_semicolons_deep_cells_and_huge_fields(tmp_path: P
         writer.writerow(["c-huge", VOICE["user_input"], "reminder", "x" * 200_000, "reminder"])
         writer.writerow(["c-ctrl", VOICE["user_input"], "reminder", HARMLESS[0], "reminder"])
     code, output, records = _run(tmp_path, _scenario(tmp_path, "data.csv"))
-    assert code == 0, output
+    assert code == 1 and "max_invalid" in output, output  # judged, but invalid samples miss the gate
     # The BOM did not eat the id column, and ';' was detected: ids are the file's, fields are found.
     assert records["c-good"]["status"] == "scored" and records["c-ctrl"]["status"] == "scored"
     assert (

@@ -61,10 +61,11 @@ def _scenario(tmp_path: Path, n: int, backend: str = "offline", extra: str = "")
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in _samples(n)), encoding="utf-8")
     path = tmp_path / "scenario.yaml"
-    # A name of its own: a shared PostgreSQL holds the runs of other tests (and of earlier sessions).
+    # A name of its own: a shared PostgreSQL holds the runs of other tests (and of earlier sessions). The
+    # hostile and the broken sample are invalid on purpose: max_invalid allows them.
     path.write_text(
         f"name: ray-{secrets.token_hex(4)}\njudges: [voice]\nlanguage: de\nbackend: {backend}\nconcurrency: 4\n"
-        f"dataset: data.jsonl\n{extra}",
+        f"dataset: data.jsonl\nthresholds:\n  max_invalid: 2\n{extra}",
         encoding="utf-8",
     )
     return path

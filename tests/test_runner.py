@@ -89,12 +89,12 @@ def test_judge_language_resolves_from_setting(tmp_path: Path, monkeypatch: pytes
 def test_offline_run_writes_outputs_and_marks_bad_samples(tmp_path: Path, bqas_home: Path) -> None:
     samples = [_sample(i) for i in range(6)]
     samples[2] = {"id": "s-bad", "user_input": "x", "detected_intent": "reminder", "expected_intent": "reminder"}
-    path = _scenario(tmp_path, samples, "thresholds:\n  max_failed: 100\n")
+    path = _scenario(tmp_path, samples, "thresholds:\n  max_failed: 100\n  max_invalid: 2\n")
     with path.parent.joinpath("data.jsonl").open("a", encoding="utf-8") as fh:
         fh.write("{not json\n")
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["run", str(path), "--out", str(out), "--no-progress"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 0, result.output  # two invalid samples, as many as max_invalid allows
     records = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(records) == 7
     bad = {r["sample_id"]: r for r in records if r["status"] == "invalid"}

@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     price_prompt_per_mtok: float | None = None
     price_completion_per_mtok: float | None = None
 
+    # Datasets outside the scenario's folder and the working directory (`bqas run --allow-dataset-outside`).
+    allow_dataset_outside: bool = False
+
     # Judging.
     language: str = "de"
     policy_file: Path | None = None

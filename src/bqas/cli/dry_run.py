@@ -19,6 +19,7 @@ def dry_run(
     as_json: bool,
     repeats: int | None = None,
     target: str | None = None,
+    allow_dataset_outside: bool = False,
 ) -> None:
     """Count a scenario's samples, LLM calls and prompt tokens and price them; nothing is stored or sent."""
     from bqas.judging.factory import build_engine, llm_model_name, local_model
@@ -35,7 +36,9 @@ def dry_run(
         raise typer.Exit(2)
     settings = get_settings()
     try:
-        scenario = load_scenario(scenario_path)
+        scenario = load_scenario(
+            scenario_path, allow_dataset_outside=allow_dataset_outside or settings.allow_dataset_outside
+        )
         if repeats is not None:
             if repeats < 1:
                 raise ScenarioError(f"--repeats: expected at least 1, got {repeats}")

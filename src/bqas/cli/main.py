@@ -272,6 +272,15 @@ def run_cmd(
         bool,
         typer.Option("--verbose", "-v", help="List each new error category of the review loop, not only their count."),
     ] = False,
+    allow_dataset_outside: Annotated[
+        bool,
+        typer.Option(
+            "--allow-dataset-outside",
+            help="Read a dataset that lies (symlinks followed) outside the scenario's folder and the working "
+            "directory; refused by default, since scenarios may come from pull requests "
+            "(env BQAS_ALLOW_DATASET_OUTSIDE).",
+        ),
+    ] = False,
 ) -> None:
     """Run a scenario: grade every sample, store results, print a summary, write reports.
 
@@ -281,8 +290,9 @@ def run_cmd(
     Example: bqas run scenarios/voice_de.yaml --out runs/today
 
     Exit 0 when all thresholds are met, 1 when one is missed (an unscored result misses max_unscored,
-    a target error max_target_errors, a judge error (a lost Ray node) max_judge_errors, all default 0),
-    2 on a usage, configuration or input error (also: no valid sample, or the run failed).
+    an invalid sample max_invalid, a target error max_target_errors, a judge error (a lost Ray node)
+    max_judge_errors, all default 0), 2 on a usage, configuration or input error (also: no valid sample,
+    or the run failed).
     A run that dies can be continued: bqas run --resume RUN_ID
     """
     if dry_run:
@@ -292,7 +302,7 @@ def run_cmd(
         overrides = LLMOverrides(
             base_url=base_url, model=model, structured_output=structured_output, cache=False, gguf=llm_gguf
         )
-        estimate(scenario, resume, backend, language, overrides, as_json, repeats, target)
+        estimate(scenario, resume, backend, language, overrides, as_json, repeats, target, allow_dataset_outside)
         return
     from bqas.cli.run import run_scenario
 
@@ -318,6 +328,7 @@ def run_cmd(
         target=target,
         reuse_target_replies=reuse_target_replies,
         verbose=verbose,
+        allow_dataset_outside=allow_dataset_outside,
     )
 
 

@@ -223,6 +223,7 @@ def run_scenario(
     target: str | None = None,
     reuse_target_replies: str | None = None,
     verbose: bool = False,
+    allow_dataset_outside: bool = False,
 ) -> None:
     """Implementation of ``bqas run``."""
     from bqas.runner.run import RunRequest, execute
@@ -277,6 +278,7 @@ def run_scenario(
         repeats=repeats,
         target=target,
         reuse_target_replies=reuse_target_replies,
+        allow_dataset_outside=allow_dataset_outside or get_settings().allow_dataset_outside,
         overrides=LLMOverrides(
             base_url=base_url,
             model=model,
@@ -324,6 +326,8 @@ def run_scenario(
     _say_where_escalations_went(store, outcome.run_id)
     print_review_notes(notes, verbose)
     summary = outcome.summary
+    if summary.invalid:
+        _print_invalid(summary, outcome.source, outcome.out_dir / "results.jsonl")
     if summary.invalid == summary.samples:
         # Nothing could be judged: an input problem, not a quality result (exit 2, as for bad input).
         typer.echo(
@@ -334,6 +338,20 @@ def run_scenario(
     if not outcome.passed:
         typer.echo("thresholds missed", err=True)
         raise typer.Exit(1)
+
+
+def _print_invalid(summary: Any, source: str, results: Path) -> None:
+    """The first invalid samples, each as ``file:line: field …``, so a user need not open results.jsonl."""
+    from bqas.runner.summary import invalid_lines
+    from bqas.textsafe import printable
+
+    shown = summary.invalid_examples
+    more = f" (the first {len(shown)})" if summary.invalid > len(shown) else ""
+    typer.echo(f"invalid samples: {summary.invalid}{more}", err=True)
+    for line in invalid_lines(shown, source):
+        typer.echo(f"  {printable(line)}", err=True)  # the dataset's text: no terminal escapes
+    if summary.invalid > len(shown):
+        typer.echo(f"  all of them: {results} (status invalid)", err=True)
 
 
 def _say_where_escalations_went(store: Store, run_id: str) -> None:

@@ -2,7 +2,9 @@
 
 Every sample passes :func:`bqas.untrusted.check_value` (invalid Unicode, NaN, deep nesting become an
 ``invalid`` record naming line and field). CSV files may start with a UTF-8 BOM; their delimiter
-(``,`` ``;`` tab or ``|``) is detected with :class:`csv.Sniffer` from the start of the file.
+(``,`` ``;`` tab or ``|``) is detected with :class:`csv.Sniffer` from the start of the file; a row
+that cannot be read (an unclosed quote, too many cells) is an ``invalid`` record at its own first line
+(:mod:`bqas.runner.csv_rows`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bqas.jsonl import iter_json_objects
+from bqas.runner.csv_rows import csv_records
 from bqas.runner.scenario import Scenario
 from bqas.untrusted import FILE_ERRORS, UntrustedValueError, check_value, loads
 
@@ -47,12 +50,10 @@ def _cell(value: str) -> Any:
     return value
 
 
-def _row_values(row: dict[str | None, str | None]) -> dict[str, Any]:
+def _row_values(row: dict[str, str]) -> dict[str, Any]:
     """A CSV row's values (JSON cells parsed); a refused cell raises naming its column."""
     data: dict[str, Any] = {}
     for key, cell in row.items():
-        if key is None or cell is None:
-            continue
         try:
             data[key] = _cell(cell)
         except UntrustedValueError as exc:
@@ -145,21 +146,17 @@ def csv_dialect(path: Path) -> type[csv.Dialect] | csv.Dialect:
 def _iter_csv(path: Path, mapping: dict[str, str]) -> Iterator[DatasetItem]:
     # utf-8-sig: a BOM written by spreadsheet programs would otherwise become part of the first header.
     with path.open(encoding="utf-8-sig", errors=FILE_ERRORS, newline="") as fh:
-        reader = csv.DictReader(fh, dialect=csv_dialect(path))
-        line_no = 1
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as exc:  # e.g. a field over the csv module's size limit (131,072 characters)
-                # The reader does not count the line it failed on.
-                line_no = max(reader.line_num, line_no + 1)
-                yield DatasetItem(line_no, f"line-{line_no}", error=f"{path.name}:{line_no}: CSV: {exc}")
+        header: list[str] | None = None
+        for record in csv_records(fh, csv_dialect(path)):
+            line_no = record.line
+            if record.fields is None:
+                yield DatasetItem(line_no, f"line-{line_no}", error=f"{path.name}:{line_no}: {record.error}")
                 continue
-            line_no = reader.line_num
+            if header is None:
+                header = record.fields
+                continue
             try:
-                data = _row_values(row)
+                data = _row_values(dict(zip(header, record.fields, strict=False)))
             except UntrustedValueError as exc:
                 yield DatasetItem(line_no, f"line-{line_no}", error=f"{path.name}:{line_no}: {exc}")
                 continue
@@ -183,10 +180,6 @@ def count_items(scenario: Scenario) -> int:
         return len(scenario.samples or [])
     if path.suffix.lower() == ".csv":
         with path.open(encoding="utf-8-sig", errors=FILE_ERRORS, newline="") as fh:
-            try:
-                return max(0, sum(1 for _ in csv.reader(fh, dialect=csv_dialect(path))) - 1)
-            except csv.Error:  # a broken row: the reader reports it; here a line count will do
-                fh.seek(0)
-                return max(0, sum(1 for _ in fh) - 1)
+            return max(0, sum(1 for _ in csv_records(fh, csv_dialect(path))) - 1)
     with path.open(encoding="utf-8", errors=FILE_ERRORS) as fh:
         return sum(1 for line in fh if line.strip())

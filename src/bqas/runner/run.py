@@ -46,6 +46,8 @@ class RunRequest:
     # Called with (run id, out folder, resuming) as soon as the run is known, before any judging.
     on_start: Callable[[str, Path, bool], None] | None = None
     profiles: list[Path] = field(default_factory=list)  # --profile (besides the scenario's profiles)
+    # Read a dataset that lies outside the scenario's folder and the working directory (bqas.runner.scenario).
+    allow_dataset_outside: bool = False
     ray: str | None = None  # --ray ADDRESS|auto|local: judge on a Ray cluster (overrides the scenario's ray:)
     ray_workers: int | None = None  # --ray-workers: judge actors (default: the scenario's, else the cluster's CPUs)
     ray_placement_timeout: float | None = None  # --ray-placement-timeout (else the scenario's ray.placement_timeout)
@@ -62,6 +64,8 @@ class RunOutcome:
     out_dir: Path
     judged_now: int
     cost_usd: float | None
+    # Where the samples came from, as invalid samples are named: the dataset file's name, or "samples".
+    source: str = "samples"
 
     @property
     def passed(self) -> bool:
@@ -79,7 +83,8 @@ def _scenario_for(request: RunRequest, store: Store) -> tuple[Scenario, str, boo
         path = Path(run.scenario_path or "")
         if request.scenario_path is not None and request.scenario_path.resolve() != path.resolve():
             raise ScenarioError(f"--resume: run {run.id} belongs to {path}, not {request.scenario_path}")
-        scenario = load_scenario(path)
+        # Its scenario and dataset were accepted when it started (the fingerprint below says they are unchanged).
+        scenario = load_scenario(path, allow_dataset_outside=True)
         stored_repeats = int(run.config.get("repeats") or 1)
         if request.repeats is not None and request.repeats != stored_repeats:
             raise ScenarioError(f"--repeats: run {run.id} was started with {stored_repeats} repeats; start a new run")
@@ -91,7 +96,7 @@ def _scenario_for(request: RunRequest, store: Store) -> tuple[Scenario, str, boo
         return scenario, run.id, True
     if request.scenario_path is None:
         raise ScenarioError("give a scenario file, or --resume RUN_ID")
-    scenario = load_scenario(request.scenario_path)
+    scenario = load_scenario(request.scenario_path, allow_dataset_outside=request.allow_dataset_outside)
     if request.repeats is not None:
         if request.repeats < 1:
             raise ScenarioError(f"--repeats: expected at least 1, got {request.repeats}")
@@ -439,7 +444,9 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
         write_outputs(store, run_id, out_dir, _run_meta(store, run_id, summary, thresholds, cost), request.baseline)
     finally:
         lease.release()  # held until the outputs are written, so a resume cannot overwrite them meanwhile
-    return RunOutcome(run_id, summary, thresholds, out_dir, judged, cost)
+    dataset = scenario.dataset_path()
+    source = dataset.name if dataset is not None else "samples"
+    return RunOutcome(run_id, summary, thresholds, out_dir, judged, cost, source)
 
 
 def _out_dir(request: RunRequest, run_id: str, stored: Mapping[str, Any] | None) -> Path:

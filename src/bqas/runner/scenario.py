@@ -79,6 +79,9 @@ class Thresholds(BaseModel):
     # Unscored results allowed: a count (0, 1, 2 …) or, below 1, a share of the judged results (0.1).
     # Unset means 0: a run with an unscored result misses this gate (one exit-code rule, see README).
     max_unscored: float | None = Field(default=None, ge=0)
+    # Samples that could not be read or used (``invalid`` records: an unclosed CSV quote, a missing field):
+    # a count. Unset means 0: a run with an invalid sample misses this gate, so lost rows never pass.
+    max_invalid: int | None = Field(default=None, ge=0)
     # Answers the assistant under test failed to give (timeouts, errors, unmappable replies): a count.
     # Unset means 0 for a run that asked a target (docs/targets.md).
     max_target_errors: int | None = Field(default=None, ge=0)
@@ -200,8 +203,12 @@ def _line_for(lines: dict[tuple[str | int, ...], int], loc: tuple[str | int, ...
     return 1
 
 
-def load_scenario(path: Path) -> Scenario:
-    """Load, validate and resolve a scenario file. Raises :class:`ScenarioError` with file:line: field."""
+def load_scenario(path: Path, *, allow_dataset_outside: bool = False) -> Scenario:
+    """Load, validate and resolve a scenario file. Raises :class:`ScenarioError` with file:line: field.
+
+    The dataset must lie (symlinks followed) inside the scenario's folder or the working directory unless
+    ``allow_dataset_outside``: scenarios come from pull requests, and ``dataset: ../../secret`` would have
+    a CI job read, judge and publish any file it can read."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -272,7 +279,26 @@ def load_scenario(path: Path) -> Scenario:
         raise ScenarioError(f"{path}:{_line_for(lines, ('dataset',))}: dataset: file not found: {dataset}")
     if dataset is not None and dataset.suffix.lower() not in (".jsonl", ".csv", ".json"):
         raise ScenarioError(f"{path}:{_line_for(lines, ('dataset',))}: dataset: expected a .jsonl or .csv file")
+    if dataset is not None and not allow_dataset_outside:
+        outside = dataset_outside(path, dataset)
+        if outside:
+            raise ScenarioError(f"{path}:{_line_for(lines, ('dataset',))}: dataset: {outside}")
     return scenario
+
+
+def dataset_outside(scenario_file: Path, dataset: Path) -> str | None:
+    """Why ``dataset`` may not be read for ``scenario_file`` (it resolves outside the scenario's folder and
+    the working directory), else None."""
+    real = dataset.resolve()
+    roots = {scenario_file.resolve().parent, Path.cwd().resolve()}
+    if any(real.is_relative_to(root) for root in roots):
+        return None
+    shown = str(dataset) if real == dataset else f"{dataset} (resolves to {real})"
+    return (
+        f"{shown} lies outside the scenario's folder ({scenario_file.resolve().parent}) and the working "
+        f"directory ({Path.cwd().resolve()}); read it only with bqas run --allow-dataset-outside or "
+        "BQAS_ALLOW_DATASET_OUTSIDE=true"
+    )
 
 
 def scenario_fingerprint(scenario: Scenario) -> str:

@@ -117,6 +117,10 @@ class DimensionAggregate:
     backends: Counter[str] = field(default_factory=Counter)
 
 
+#: How many invalid records a summary keeps to show (the console, the CI summary); all are counted.
+INVALID_EXAMPLES = 5
+
+
 @dataclass
 class RunSummary:
     """What a run amounted to."""
@@ -142,6 +146,8 @@ class RunSummary:
     # Results whose judging failed for a reason outside the sample (``judge_error``; judged again on resume).
     judge_errors: int = 0
     target: TargetFigures = field(default_factory=lambda: TargetFigures())
+    # The first invalid records (line, sample id, first error), for the console and the CI summary.
+    invalid_examples: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, record: Mapping[str, Any]) -> None:
         self.samples += 1
@@ -156,6 +162,11 @@ class RunSummary:
             return
         if status == "invalid":
             self.invalid += 1
+            if len(self.invalid_examples) < INVALID_EXAMPLES:
+                errors = record.get("errors") or ["no reason given"]
+                self.invalid_examples.append(
+                    {"line": record.get("line"), "sample_id": record.get("sample_id"), "error": str(errors[0])}
+                )
             return
         if status == "unscored":
             self.unscored += 1
@@ -217,6 +228,8 @@ class RunSummary:
         data = self._as_dict(cost_usd)
         if self.judge_errors:
             data["judge_errors"] = self.judge_errors
+        if self.invalid_examples:
+            data["invalid_examples"] = list(self.invalid_examples)
         if self.target.asked:
             data["target_errors"] = self.target.errors
             data["target"] = self.target.as_dict()
@@ -252,6 +265,25 @@ class RunSummary:
                 for k, v in sorted(self.dimensions.items())
             },
         }
+
+
+def invalid_lines(examples: Iterable[Mapping[str, Any]], source: str) -> list[str]:
+    """Invalid records as ``file:line: problem`` (the readers name the file; the judges' checks say
+    ``line N: field …``, which gets the dataset's name here)."""
+    out = []
+    for example in examples:
+        error = str(example.get("error") or "")
+        found = _LINE_PREFIX.match(error)
+        if found:
+            out.append(f"{source}:{found.group(1)}: {error[found.end() :]}")
+        elif error.startswith(f"{source}:") or example.get("line") is None:
+            out.append(error)
+        else:
+            out.append(f"{source}:{example['line']}: {error}")
+    return out
+
+
+_LINE_PREFIX = re.compile(r"line (\d+): ")
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -390,6 +422,8 @@ def check_thresholds(summary: RunSummary, thresholds: Thresholds) -> list[Thresh
             thresholds.max_unscored,
         )
     )
+    allowed_invalid = thresholds.max_invalid or 0
+    out.append(ThresholdResult("max_invalid", allowed_invalid, summary.invalid, summary.invalid <= allowed_invalid))
     if summary.judge_errors or thresholds.max_judge_errors is not None:
         allowed = thresholds.max_judge_errors or 0
         errors = summary.judge_errors

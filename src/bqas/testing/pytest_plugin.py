@@ -169,7 +169,7 @@ class Batch:
 
     def check_thresholds(self, **gates: Any) -> list[dict[str, Any]]:
         """The gates of a scenario's ``thresholds:`` (min_pass_rate, min_mean_composite, max_failed,
-        max_unscored, dimensions) checked on this batch, each with its actual value."""
+        max_unscored, max_invalid, dimensions) checked on this batch, each with its actual value."""
         from bqas.runner.scenario import Thresholds
         from bqas.runner.summary import check_thresholds
 
