@@ -150,3 +150,11 @@ def test_one_unclosed_quote_loses_one_row_at_its_line(rows: list[list[str]], dat
     bad = [r for r in records if r.fields is None]
     assert [r.line for r in bad] == [starts[k]]
     assert [r.fields for r in records[1:] if r.fields is not None] == rows[:k] + rows[k + 1 :]
+
+
+def test_bqas_score_refuses_the_unclosed_quote_at_its_line(tmp_path: Path, bqas_home: Path) -> None:
+    lines = [HEADER] + [_row(i, '"Ich erinnere dich, unclosed' if i == 5 else None) for i in range(1, 11)]
+    (tmp_path / "data.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["score", str(tmp_path / "data.csv"), "-j", "voice", "--backend", "offline"])
+    assert result.exit_code == 2, result.output
+    assert "data.csv:6: field response: CSV: a quote opened on this line is not closed" in result.output
