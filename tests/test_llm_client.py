@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,14 +35,29 @@ async def test_plain_completion_counts_tokens(scripted_llm: ScriptedLLM) -> None
     assert sent["response_format"]["json_schema"]["schema"] == SCHEMA
 
 
-async def test_retry_after_is_honoured_on_429(scripted_llm: ScriptedLLM) -> None:
-    scripted_llm.push(Reply(status=429, headers={"Retry-After": "1"}), Reply(content='{"a": 2}'))
-    started = time.perf_counter()
+def _recorded_pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The pauses the client asks for between attempts (recorded, not slept: what counts is the request)."""
+    from bqas.llm import client as client_module
+
+    pauses: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float, *args: Any) -> Any:
+        pauses.append(delay)
+        return await real_sleep(0, *args)
+
+    monkeypatch.setattr(client_module.asyncio, "sleep", sleep)
+    return pauses
+
+
+async def test_retry_after_is_honoured_on_429(scripted_llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    scripted_llm.push(Reply(status=429, headers={"Retry-After": "7"}), Reply(content='{"a": 2}'))
     async with _client(scripted_llm) as client:
+        pauses = _recorded_pauses(monkeypatch)
         out = await client.complete(MESSAGES, schema=SCHEMA)
-    elapsed = time.perf_counter() - started
+        monkeypatch.undo()
     assert out.text == '{"a": 2}' and out.calls == 2
-    assert elapsed >= 0.95, "the client must wait the Retry-After seconds, not its own short backoff"
+    assert 7.0 in pauses, "the client must wait the Retry-After seconds, not its own short backoff"
     assert client.usage.retries == 1
 
 
@@ -201,10 +217,9 @@ async def test_concurrent_cache_lookups_share_queries(scripted_llm: ScriptedLLM,
 async def test_concurrency_limit_is_respected() -> None:
     with ScriptedLLM(default=Reply(content="{}"), latency=0.2) as server:
         async with _client(server, concurrency=2) as client:
-            started = time.perf_counter()
             await asyncio.gather(*(client.complete([{"role": "user", "content": str(i)}]) for i in range(6)))
-            elapsed = time.perf_counter() - started
-    assert elapsed >= 0.58  # 6 requests, 2 at a time, 0.2 s each -> at least 3 rounds
+        # The server counts the requests it works on at once: never more than the limit, and all six answered.
+        assert server.peak_active == 2 and len(server.requests) == 6
 
 
 async def test_malformed_completion_body_is_an_error(scripted_llm: ScriptedLLM) -> None:

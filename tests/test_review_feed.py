@@ -52,7 +52,14 @@ async def test_without_a_linger_each_call_that_finds_the_feed_idle_is_its_own_ba
 async def test_close_reviews_what_is_queued_without_waiting_for_more(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    loop = asyncio.get_running_loop()
-    start = loop.time()
+    lingers: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float, *args: Any) -> Any:
+        if delay == 0.3:
+            lingers.append(delay)
+        return await real_sleep(delay, *args)
+
+    monkeypatch.setattr(review_feed.asyncio, "sleep", sleep)
     assert await _feed_calls(tmp_path, monkeypatch, linger=0.3, gap=0.0) == [6]
-    assert loop.time() - start < 5.0  # one linger, not one per call
+    assert lingers == [0.3]  # one linger for the batch, not one per call
