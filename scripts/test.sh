@@ -7,4 +7,7 @@ scripts/bootstrap.sh --dev
 .venv/bin/ruff check src tests benchmarks scripts
 .venv/bin/ruff format --check src tests benchmarks scripts
 .venv/bin/mypy
-.venv/bin/python -m pytest "$@"
+# pytest-xdist: BQAS_TEST_WORKERS processes (default 3: many tests wait on servers and subprocesses, so a
+# 2-core machine keeps three busy). Tests sharing the PostgreSQL test database or a Ray cluster stay on one
+# worker (--dist loadgroup, tests/conftest.py). `scripts/test.sh -n 0` runs them in this process.
+.venv/bin/python -m pytest -n "${BQAS_TEST_WORKERS:-3}" --dist loadgroup "$@"

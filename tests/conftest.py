@@ -84,3 +84,54 @@ def local_llm() -> Iterator[LocalEngine]:
             pytest.fail(f"{exc} and BQAS_REQUIRE_LOCAL_LLM=1 is set")
         pytest.skip(str(exc))
     yield engine
+
+
+# Tests that take 10 s or more each on the 2-core machine (pytest --durations): `-m "not slow"` leaves them out
+# of a quick local loop; scripts/test.sh and .ci/run run them like every other test.
+SLOW_TESTS = (
+    "test_ray_run.py::",
+    "test_ray_address.py::test_a_port_that_is_not_a_ray_cluster_fails_within_the_probe_time",
+    "test_llm_reply_limits.py::",
+    "test_safety_prefilter.py::test_rule_and_compact_views_equal_the_reference",
+    "test_safety_prefilter.py::test_pii_prefilter_changes_no_finding",
+    "test_safety_prefilter.py::test_manipulation_prefilter_changes_no_answer",
+    "test_safety_gate_golden.py::test_pii_findings_are_unchanged",
+    "test_runner.py::test_resume_after_sigkill_finishes_without_redoing_or_duplicating",
+    "test_run_lease.py::test_killed_run_is_interrupted_resumes_into_its_out_and_a_second_resume_refuses",
+    "test_trust_thresholds.py::test_simulation_bound_holds_and_coverage_grows_with_separation",
+    "test_service_restart.py::test_sigkill_mid_job_then_restart_finishes_every_turn_once",
+    "test_pytest_plugin.py::test_plugin_under_xdist_stores_one_run_and_writes_the_report",
+    "test_viewer_browser.py::test_a_run_of_10000_samples_filtered_opened_and_compared",
+    "test_offline_processes.py::test_a_killed_worker_does_not_lose_the_judgment",
+    "test_offline_processes.py::test_auto_gives_a_run_of_many_samples_worker_processes",
+    "test_offline_processes.py::test_processes_give_the_same_results_as_threads",
+    "test_ci_summary.py::test_action_script_on_a_pull_request_compares_with_the_base_branch",
+)
+
+
+def _shared_resource(path: Path, cache: dict[Path, str | None]) -> str | None:
+    """The external resource a test module shares with other processes: the one PostgreSQL test database
+    (tests there clear its job tables) or a Ray cluster; None for a module whose parts are its own."""
+    if path not in cache:
+        text = path.read_text(encoding="utf-8") if path.suffix == ".py" else ""
+        if "BQAS_TEST_POSTGRES_URL" in text or "pg_support" in text:
+            cache[path] = "postgresql"
+        elif "ray_support" in text:
+            cache[path] = "ray"
+        else:
+            cache[path] = None
+    return cache[path]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks for pytest-xdist and for quick loops: the tests of a module that shares the PostgreSQL test
+    database or a Ray cluster run on one worker, one after the other (``xdist_group``, honoured by
+    ``--dist loadgroup`` as scripts/test.sh runs them); the slow ones are marked ``slow``."""
+    cache: dict[Path, str | None] = {}
+    for item in items:
+        group = _shared_resource(Path(str(item.path)), cache)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        short = item.nodeid.split("/")[-1]
+        if any(short.startswith(prefix) for prefix in SLOW_TESTS):
+            item.add_marker(pytest.mark.slow)
