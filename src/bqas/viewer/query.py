@@ -185,6 +185,12 @@ def _clauses(
     rec = _record(T)
     where: list[ColumnElement[bool] | TextClause] = [T.run_id == run_id]
     if flt.q:
+        from bqas.viewer.search import candidates
+
+        # The index narrows the rows down (SQLite); the LIKE decides, as it did for every row before.
+        narrowed = candidates(store, T, run_id, flt.q)
+        if narrowed is not None:
+            where.append(narrowed)
         pattern = _like(flt.q)
         where.append(
             or_(
@@ -260,6 +266,7 @@ class Row:
     repeats: int | None = None
     straddles: bool | None = None
     spread: float | None = None
+    response: str | None = None  # the judged answer (inputs.response), shown clipped in the table
 
 
 def list_results(
@@ -320,8 +327,36 @@ def list_results(
             stmt = stmt.add_columns(literal(None))
         if settled:
             stmt = stmt.add_columns(SettledRow.repeats, SettledRow.straddles, SettledRow.spread)
+        else:
+            stmt = stmt.add_columns(literal(None), literal(None), literal(None))
+        stmt = stmt.add_columns(rec[("inputs", "response")].as_string())
         found = {row[0]: row[1:] for row in s.execute(stmt).all()}
     return [Row(*found[i]) for i in ids if i in found], total
+
+
+def filtered_histogram(
+    store: Store, run_id: str, flt: RunFilter, bins: int = 10, table: Table = ResultRow, base_table: Table = ResultRow
+) -> list[int]:
+    """Counts of the composite score in ``bins`` equal bins over the results the filter shows (one query)."""
+    width = 100.0 / bins
+    sums = [
+        func.sum(
+            case(
+                (
+                    and_(
+                        table.composite >= i * width,
+                        table.composite < (i + 1) * width if i < bins - 1 else table.composite <= 100.0,
+                    ),
+                    1,
+                ),
+                else_=0,
+            )
+        )
+        for i in range(bins)
+    ]
+    with store.session() as s:
+        row = s.execute(select(*sums).where(*_clauses(store, run_id, flt, table, base_table))).one()
+    return [int(v or 0) for v in row]
 
 
 @dataclass
@@ -419,6 +454,20 @@ def get_result(store: Store, run_id: str, result_id: int) -> dict[str, Any] | No
     return record
 
 
+def result_id_of_sample(
+    store: Store, run_id: str, sample_id: str, judge: str | None = None, table: Table = ResultRow
+) -> int | None:
+    """The result id the sample page of ``sample_id`` shows: of ``judge`` when given, else of the sample's
+    first judgment in the run; for a repeated run its canonical repeat."""
+    link = SettledRow.result_id if table is SettledRow else table.id
+    where = [table.run_id == run_id, table.sample_id == sample_id]
+    if judge is not None:
+        where.append(table.judge == judge)
+    with store.session() as s:
+        value = s.scalar(select(link).where(*where).order_by(table.seq, table.id).limit(1))
+    return int(value) if value is not None else None
+
+
 def get_exchange(store: Store, run_id: str, result_id: int) -> dict[str, Any] | None:
     """The stored LLM exchange of one result (its own column, read by the sample page only)."""
     with store.session() as s:
@@ -451,10 +500,30 @@ class PairRow:
     verdict_b: str | None
     composite_a: float | None
     composite_b: float | None
+    response_a: str | None = None
+    response_b: str | None = None
 
     @property
     def changed(self) -> bool:
         return self.verdict_a != self.verdict_b
+
+    def response_diff(self) -> list[tuple[str, str]]:
+        """The two answers word by word: ("same" | "del" | "ins", text); empty when they are equal."""
+        import difflib
+
+        a, b = (self.response_a or "").split(" "), (self.response_b or "").split(" ")
+        if a == b:
+            return []
+        out: list[tuple[str, str]] = []
+        for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if op == "equal":
+                out.append(("same", " ".join(a[i1:i2])))
+                continue
+            if i2 > i1:
+                out.append(("del", " ".join(a[i1:i2])))
+            if j2 > j1:
+                out.append(("ins", " ".join(b[j1:j2])))
+        return out
 
 
 def paired_results(
@@ -483,7 +552,19 @@ def paired_results(
     if changed_only:
         where.append(differs)
     stmt = (
-        select(a.sample_key, a.sample_id, a.judge, id_a, id_b, a.verdict, b.verdict, a.composite, b.composite)
+        select(
+            a.sample_key,
+            a.sample_id,
+            a.judge,
+            id_a,
+            id_b,
+            a.verdict,
+            b.verdict,
+            a.composite,
+            b.composite,
+            type_coerce(a.record, JSON)[("inputs", "response")].as_string(),
+            type_coerce(b.record, JSON)[("inputs", "response")].as_string(),
+        )
         .select_from(a)
         .join(b, join)
         .where(*where)
