@@ -379,14 +379,6 @@ def _say_where_escalations_went(store: Store, run_id: str) -> None:
     )
 
 
-def gate_state(summary: dict[str, Any] | None) -> str:
-    """``met``, ``missed`` or ``–`` (a run that stored no gate results: older, failed or still running)."""
-    gates = (summary or {}).get("gates")
-    if not isinstance(gates, list):
-        return "–"
-    return "met" if all(g.get("passed") for g in gates if isinstance(g, dict)) else "missed"
-
-
 #: Below this console width `bqas runs` leaves out the verdict counts (`bqas show RUN` has them).
 _RUNS_VERDICTS_WIDTH = 110
 _VERDICT_SHORT = {"production_ready": "ready", "needs_review": "review", "failed": "failed", "unscored": "unscored"}
@@ -399,6 +391,7 @@ def list_runs(limit: int, as_json: bool, verbose: bool = False) -> None:
 
     from bqas.review.categories import new_categories
     from bqas.runner.lease import display_status
+    from bqas.runner.summary import gate_state
     from bqas.textsafe import console_text
 
     store = _store()

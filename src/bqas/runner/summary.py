@@ -458,3 +458,11 @@ def cost_estimate(summary: RunSummary, prompt_price: float | None, completion_pr
     if prompt_price is None or completion_price is None:
         return None
     return round(summary.prompt_tokens / 1e6 * prompt_price + summary.completion_tokens / 1e6 * completion_price, 6)
+
+
+def gate_state(summary: dict[str, Any] | None) -> str:
+    """``met``, ``missed`` or ``–`` (a run that stored no gate results: older, failed or still running)."""
+    gates = (summary or {}).get("gates")
+    if not isinstance(gates, list):
+        return "–"
+    return "met" if all(g.get("passed") for g in gates if isinstance(g, dict)) else "missed"

@@ -287,8 +287,30 @@ def viewer_router(
         session = current(request)
         if session is None:
             return to_login()
-        runs = [r for r in store.list_runs(limit=500) if run_tenant(r) == session.tenant]
-        return render("runs.html", session, runs=runs[:100])
+        from bqas.runner.summary import gate_state
+
+        runs = [r for r in store.list_runs(limit=500) if run_tenant(r) == session.tenant][:100]
+        gates = {r.id: gate_state(r.summary if isinstance(r.summary, Mapping) else None) for r in runs}
+        # The compare form starts on the newest run that has an earlier run of the same scenario, and that
+        # earlier run (two runs of one scenario are what a comparison is for); else the newest two.
+        pair = next(
+            (
+                (older, newer)
+                for i, newer in enumerate(runs)
+                for older in runs[i + 1 :]
+                if older.scenario == newer.scenario
+            ),
+            (runs[1] if len(runs) > 1 else None, runs[0] if runs else None),
+        )
+        default_a, default_b = pair
+        return render(
+            "runs.html",
+            session,
+            runs=runs,
+            gates=gates,
+            default_a=default_a.id if default_a else None,
+            default_b=default_b.id if default_b else None,
+        )
 
     @router.get("/compare")
     def compare_page(request: Request) -> Response:
@@ -365,7 +387,16 @@ def viewer_router(
             facets=agg["facets"],
             intents=agg["intents"],
             tags=agg["tags"],
-            histogram=histogram_chart(agg["histogram"], SCALE_100, "composite score", x_title="composite score"),
+            # The histogram of what the filter shows (the whole run's without a filter, from the cache).
+            histogram=histogram_chart(
+                query.filtered_histogram(store, run.id, flt, table=table, base_table=base_table)
+                if any(v for k, v in values.items() if k not in ("sort", "page"))
+                else agg["histogram"],
+                SCALE_100,
+                "composite score",
+                x_title="composite score",
+            ),
+            filtered=any(v for k, v in values.items() if k not in ("sort", "page")),
             risk_charts=_risk_charts(run),
             guarantees=_guarantees(run),
             timing=timing_text(run.summary) if isinstance(run.summary, Mapping) else None,
@@ -375,15 +406,24 @@ def viewer_router(
             repeats=repeats,
         )
 
-    @router.get("/{run_id}/results/{result_id}")
-    def result_page(request: Request, run_id: str, result_id: int) -> Response:
+    @router.get("/{run_id}/results/{ref:path}")
+    def result_page(request: Request, run_id: str, ref: str) -> Response:
         session = current(request)
         if session is None:
             return to_login()
         run = visible_run(session, run_id)
-        record = query.get_result(store, run.id, result_id) if run is not None and 1 <= result_id <= MAX_ID else None
-        if run is None or record is None:
-            return error(session, 404, "Not found", "No such result in this run.")
+        # A sample's address is its sample id (with ?judge= where several judges graded it); the result's
+        # number, the address before, still works.
+        result_id = None
+        if run is not None and ref.isdigit() and 1 <= int(ref) <= MAX_ID:
+            result_id = int(ref)
+        elif run is not None and 0 < len(ref) <= 300:
+            result_id = query.result_id_of_sample(
+                store, run.id, ref, request.query_params.get("judge") or None, table_for(store, run)
+            )
+        record = query.get_result(store, run.id, result_id) if run is not None and result_id is not None else None
+        if run is None or record is None or result_id is None:
+            return error(session, 404, "Not found", f"No sample {ref[:80]!r} in this run.")
         dims, not_measured = _dimension_rows(record)
         baseline = request.query_params.get("baseline") or ""
         other = None
