@@ -90,6 +90,9 @@ def local_llm() -> Iterator[LocalEngine]:
 # of a quick local loop; scripts/test.sh and .ci/run run them like every other test.
 SLOW_TESTS = (
     "test_ray_run.py::",
+    "test_ray_node_loss.py::",
+    "test_deploy_ray_auth.py::test_the_compose_ray_commands_form_a_token_cluster_that_bqas_runs_on",
+    "test_service_outage.py::",
     "test_ray_address.py::test_a_port_that_is_not_a_ray_cluster_fails_within_the_probe_time",
     "test_llm_reply_limits.py::",
     "test_safety_prefilter.py::test_rule_and_compact_views_equal_the_reference",
