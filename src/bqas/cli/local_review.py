@@ -111,7 +111,9 @@ def _serve(app: FastAPI, sock: socket.socket, url: str, start: str, key: str, op
     typer.echo("stop with Ctrl+C")
     if open_browser:
         webbrowser.open(f"{url}{start}")
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
+    from bqas.service.server import server_config
+
+    config = server_config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
     uvicorn.Server(config).run(sockets=[sock])
 
 

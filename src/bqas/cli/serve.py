@@ -108,6 +108,7 @@ def serve(
 
     from bqas.service.app import create_app
     from bqas.service.config import ServiceSettings
+    from bqas.service.server import server_config
 
     service = _service_settings(backend)
     assert isinstance(service, ServiceSettings)
@@ -123,7 +124,10 @@ def serve(
         " the models load in the background (/healthz says models: ready when done)",
         err=True,
     )
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, timeout_graceful_shutdown=5)
+    config = server_config(
+        app, service, host=host, port=port, log_level=log_level, access_log=False, timeout_graceful_shutdown=5
+    )
+    uvicorn.Server(config).run()
 
 
 def worker(

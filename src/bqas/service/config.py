@@ -22,6 +22,11 @@ class ServiceSettings(BaseSettings):
     public_url: str | None = None
     # Limits.
     max_body_bytes: int = Field(default=1_000_000, ge=1)
+    # The request line and headers together; a larger head is answered 431 (bqas.service.server).
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024)
+    # Addresses (or networks; "*" for any) whose X-Forwarded-For/-Proto are believed: the reverse proxy's.
+    # Empty: none, and the failed-key back-off is keyed on the connecting peer's address.
+    forwarded_allow_ips: str = ""
     max_turns: int = Field(default=50, ge=1)
     # Token bucket per tenant and per process: ``rate_limit`` requests per second, bursts of ``rate_burst``.
     # 0 switches the limit off.

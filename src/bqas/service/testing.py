@@ -36,7 +36,9 @@ class ServiceServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", self._port))
         self._port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
+        from bqas.service.server import server_config  # the settings `bqas serve` runs with
+
+        config = server_config(self.app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()
