@@ -51,7 +51,9 @@ def test_sample_ids_reach_the_terminal_escaped(tmp_path: Path, bqas_home: Path) 
     assert run.exit_code in (0, 1), run.output
     listing = runner.invoke(cli, ["runs"])
     assert listing.exit_code == 0
-    for output in (run.output, listing.output):
+    verbose = runner.invoke(cli, ["runs", "--verbose"])
+    assert verbose.exit_code == 0
+    for output in (run.output, listing.output, verbose.output):
         assert _clean(output.replace("\n", "")), output
         assert not any(line.lstrip().startswith("CRITICAL forged") for line in output.splitlines())
-    assert "\\x1b" in listing.output  # the category example names the id, escaped
+    assert "\\x1b" in verbose.output  # the category example (listed with --verbose) names the id, escaped
