@@ -6,6 +6,7 @@ recolour, retitle or clear the user's terminal. :func:`printable` escapes C0 and
 sees), the Unicode line and paragraph separators and lone surrogates. Everything else, other scripts
 included, stays as it is. :func:`console_text` additionally escapes Rich markup, for tables and
 ``console.print``. Loggers from :func:`bqas.logs.get_logger` apply :func:`printable` to every message.
+:func:`html_value` is what the HTML pages (report, viewer, review) do to every value they show.
 """
 
 from __future__ import annotations
@@ -31,6 +32,52 @@ def printable(value: object) -> str:
     """``str(value)`` with every control, bidi-control and surrogate character written as an escape."""
     text = value if isinstance(value, str) else str(value)
     return _UNSAFE.sub(_escape, text)
+
+
+# Bidi embeddings, overrides and isolates (U+202A-E, U+2066-9): raw, one in a sample id or an answer
+# reorders what follows it on the page ("\u202eexe.txt" shows as "txt.exe").
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+# Right-to-left letters (Hebrew, Arabic, Syriac, Thaana, N'Ko …) and the right-to-left marks.
+_RTL = re.compile("[\u0590-\u08ff\u061c\u200f\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff]")
+FIRST_STRONG_ISOLATE, POP_DIRECTIONAL_ISOLATE = "\u2068", "\u2069"
+
+
+def bidi_isolated(text: str) -> str:
+    """Untrusted text for a web page, unable to reorder the page around it: its bidi controls written as
+    visible escapes (``\\u202e``), and text holding right-to-left letters or marks wrapped in FIRST STRONG
+    ISOLATE … POP DIRECTIONAL ISOLATE, as ``<bdi>`` would (Arabic or Hebrew shows as it should and does
+    not pull the digits and punctuation beside it into its direction). Other text is returned as it is."""
+    if _BIDI_CONTROLS.search(text):
+        text = _BIDI_CONTROLS.sub(_escape, text)
+    if _RTL.search(text):
+        return FIRST_STRONG_ISOLATE + text + POP_DIRECTIONAL_ISOLATE
+    return text
+
+
+def html_value(value: object) -> object:
+    """What an HTML page shows of a value (Jinja's ``finalize``, before autoescaping): a string with the
+    characters HTML cannot carry as visible escapes and its bidi isolated (:func:`bidi_isolated`);
+    markup that is already safe (macro output) and non-strings as they are."""
+    from markupsafe import Markup
+
+    from bqas.report.junit import clean_text
+
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return bidi_isolated(clean_text(value))
+    return value
+
+
+def form_value(value: object) -> object:
+    """A value that a form sends back (an input's ``value``, a textarea's text: the filter ``form_value``),
+    escaped but otherwise as it is: isolation characters or escapes added there would be submitted and
+    stored. A form control is a box of its own, so its text cannot reorder the page around it."""
+    from markupsafe import Markup, escape
+
+    from bqas.report.junit import clean_text
+
+    if value is None or isinstance(value, Markup):
+        return value
+    return Markup(escape(clean_text(value if isinstance(value, str) else str(value))))
 
 
 def console_text(value: object) -> str:

@@ -11,20 +11,12 @@ from datetime import datetime
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
 
 from bqas.report.aggregate import is_number
 from bqas.report.charts import verdict_css
-from bqas.report.junit import clean_text
+from bqas.textsafe import html_value
 
 _TEMPLATE = "report.html.j2"
-
-
-def _finalize(value: Any) -> Any:
-    # Applied to every {{ }} output before escaping: strip characters HTML cannot carry (NUL etc.).
-    if isinstance(value, str) and not isinstance(value, Markup):
-        return clean_text(value)
-    return value
 
 
 def _num(value: Any, digits: int = 1) -> str:
@@ -57,7 +49,9 @@ def _environment() -> jinja2.Environment:
         loader=jinja2.PackageLoader("bqas.report", "templates"),
         autoescape=True,  # record texts are untrusted: every output is escaped
         undefined=jinja2.StrictUndefined,
-        finalize=_finalize,
+        # Every {{ }} output before escaping: characters HTML cannot carry (NUL …) as visible escapes,
+        # bidi controls shown and right-to-left text isolated (bqas.textsafe.html_value).
+        finalize=html_value,
         trim_blocks=True,
         lstrip_blocks=True,
     )

@@ -45,6 +45,7 @@ from bqas.review.sessions import COOKIE, PRE_COOKIE, SessionManager, SessionView
 from bqas.review.settings import ReviewSettings, get_review_settings
 from bqas.review.tables import ITEM_STATUSES
 from bqas.store.db import Store
+from bqas.textsafe import form_value, html_value
 
 if TYPE_CHECKING:
     import jinja2
@@ -68,9 +69,12 @@ def _templates() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("bqas.review", "templates"),
         autoescape=True,
+        # Every value: characters HTML cannot carry shown as escapes, bidi controls shown, RTL isolated.
+        finalize=html_value,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["form_value"] = form_value
     env.filters["iso"] = lambda epoch: (iso(epoch) or "").replace("T", " ").replace("+00:00", " UTC")
     env.filters["pretty"] = _pretty
     env.filters["num"] = _num

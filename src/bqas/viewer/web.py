@@ -20,16 +20,15 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from markupsafe import Markup
 
 from bqas.auth.keys import Authenticator
 from bqas.auth.tenants import LOCAL_TENANT
-from bqas.report.junit import clean_text
 from bqas.review.sessions import COOKIE, SessionManager, SessionView
 from bqas.review.settings import ReviewSettings, get_review_settings
 from bqas.review.web import _num, _pretty, _secure, parse_page
 from bqas.store.db import Store
 from bqas.store.models import ResultRow, Run, SettledRow
+from bqas.textsafe import form_value, html_value
 from bqas.viewer import query
 
 if TYPE_CHECKING:
@@ -51,13 +50,14 @@ def _templates() -> jinja2.Environment:
             [jinja2.PackageLoader("bqas.viewer", "templates"), jinja2.PackageLoader("bqas.review", "templates")]
         ),
         autoescape=True,
-        # Characters HTML cannot carry (control characters, lone surrogates) become visible \\xNN escapes.
-        # Markup (macro output, already escaped) passes as it is.
-        finalize=lambda v: clean_text(v) if isinstance(v, str) and not isinstance(v, Markup) else v,
+        # Characters HTML cannot carry (control characters, lone surrogates) become visible \\xNN escapes,
+        # bidi controls are shown and right-to-left text isolated; markup (macro output) passes as it is.
+        finalize=html_value,
         trim_blocks=True,
         lstrip_blocks=True,
     )
     env.filters["pretty"] = lambda v: _clip(_pretty(v))
+    env.filters["form_value"] = form_value
     env.filters["num"] = _num
     return env
 
