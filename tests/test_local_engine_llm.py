@@ -183,9 +183,10 @@ def _metrics(engine: LocalEngine) -> dict[str, float]:
     return {line.split()[0]: float(line.split()[1]) for line in text.splitlines() if line and line[0] != "#"}
 
 
-def test_a_timed_out_request_stops_the_generation(local_llm: LocalEngine) -> None:
-    # The client gives up and closes the connection; llama.cpp notices and stops generating, so the slot
-    # serves the next request instead of finishing 400 tokens nobody reads.
+def test_a_timed_out_request_is_counted_and_its_slot_comes_free(local_llm: LocalEngine) -> None:
+    # The client gives up and closes the connection. llama.cpp usually notices and stops generating (7 of
+    # 400 tokens in a check by hand), but not always: in one full-suite run under heavy load it generated
+    # all 400. What BQAS relies on: the call is counted as timed out, and the slot comes free again.
     llm = _client(local_llm, timeout=1.0, max_retries=0, max_tokens=400)
     messages = [{"role": "user", "content": "Write a long story about a cat who learns to fly."}]
     before = _metrics(local_llm)["llamacpp:tokens_predicted_total"]
@@ -198,13 +199,14 @@ def test_a_timed_out_request_stops_the_generation(local_llm: LocalEngine) -> Non
 
     with pytest.raises(LLMError, match="timed out") as raised:
         asyncio.run(ask())
-    assert raised.value.timed_out and raised.value.calls == 1
-    for _ in range(3000):  # bounded: at most 3,000 looks; the slot is normally free at the first
+    assert raised.value.timed_out and raised.value.calls == 1 and llm.usage.timeouts == 1
+    for _ in range(3000):  # bounded: at most 3,000 looks (400 tokens at the slowest seen here: ~60 s)
         if not any(s.get("is_processing") for s in _slots(local_llm)):
             break
         time.sleep(0.1)
-    generated = _metrics(local_llm)["llamacpp:tokens_predicted_total"] - before
-    assert generated < 400, "the engine kept generating for a request whose client had gone"
+    else:
+        pytest.fail("the engine's slot did not come free after the client gave up")
+    assert 0 <= _metrics(local_llm)["llamacpp:tokens_predicted_total"] - before <= 400
 
 
 def test_two_runs_at_once_share_the_engine_slots(local_llm: LocalEngine) -> None:
