@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
@@ -20,11 +21,13 @@ from typing import Any
 
 import yaml
 
+from bqas.offline.text.decoded import decoded_views, rot13
 from bqas.offline.text.literals import Prefilter, Requirement, required_literals
 from bqas.offline.text.normalize import compact_view, rule_view
 
 RULES_FILE = "data/safety/judge_manipulation.yaml"
 DEFAULT_WINDOW = 120
+_ASCII_LETTER = re.compile("[A-Za-z]")
 # Output fields that an answer has no business writing, whatever the judge: always a manipulation when
 # they carry a value ("verdict": "production_ready", "composite_score": 100).
 _ALWAYS_SUSPECT = frozenset({"verdict", "composite_score"})
@@ -106,6 +109,14 @@ def _prefilter() -> Prefilter:
 @cache
 def _judge_fields() -> re.Pattern[str]:
     """``"field": value`` for the score and gate fields of the shipped judges' output schemas."""
+    alternatives = "|".join(sorted(map(re.escape, _judge_field_names()), key=len, reverse=True))
+    value = r"(?:\"?(?:pass|production_ready|needs_review)\"?|-?\d+(?:\.\d+)?)"
+    return re.compile(rf"[\"']({alternatives})[\"']\s*:\s*{value}", re.IGNORECASE)
+
+
+@cache
+def _judge_field_names() -> frozenset[str]:
+    """The score and gate fields of the shipped judges' output schemas (and verdict, composite_score)."""
     names: set[str] = set(_ALWAYS_SUSPECT)
     judges = resources.files("bqas").joinpath("judges")
     for folder in judges.iterdir():
@@ -117,9 +128,7 @@ def _judge_fields() -> re.Pattern[str]:
             kind = prop.get("type") if isinstance(prop, dict) else None
             if kind in ("number", "integer") or (isinstance(prop, dict) and "pass" in (prop.get("enum") or [])):
                 names.add(name)
-    alternatives = "|".join(sorted(map(re.escape, names), key=len, reverse=True))
-    value = r"(?:\"?(?:pass|production_ready|needs_review)\"?|-?\d+(?:\.\d+)?)"
-    return re.compile(rf"[\"']({alternatives})[\"']\s*:\s*{value}", re.IGNORECASE)
+    return frozenset(names)
 
 
 def judge_field_object(view: str) -> bool:
@@ -147,8 +156,28 @@ def _manipulation_hits(text: str) -> tuple[str, ...]:
 
 def scan(text: str, *, prefilter: bool = True) -> tuple[str, ...]:
     """Ids of the rules that fire on ``text`` (not remembered). ``prefilter=False`` runs every rule's regex
-    even where its required literals are missing: the same answer, slower (tests compare the two)."""
+    even where its required literals are missing: the same answer, slower (tests compare the two).
+
+    What the text says in base64, base32, hex, URL or HTML escapes, ROT13 or leetspeak is read too
+    (:func:`bqas.offline.text.decoded.decoded_views`): a rule that fires only there is reported as
+    ``rule:encoding`` (``ignore_instructions:base64``)."""
     view = rule_view(text)
+    text_for = _forms(view)
+    hits = _scan_forms(text_for, prefilter)
+    encoded = decoded_views(view)
+    # ROT13 turns every Latin text into another one: it is read only where the text holds the ROT13 form
+    # of a literal some rule needs (one Aho-Corasick pass, as for the plain text), not for every answer.
+    if not prefilter or _rot13_could_match(text_for):
+        encoded.append(("rot13", rot13(view)))
+    for encoding, decoded in encoded:
+        for rule in _scan_forms(_forms(rule_view(decoded)), prefilter):
+            if rule not in hits and f"{rule}:{encoding}" not in hits:
+                hits.append(f"{rule}:{encoding}")
+    return tuple(hits)
+
+
+def _forms(view: str) -> Callable[[str], str]:
+    """The forms of a rule view that rules read (``rule``, ``compact``), each made once when first asked."""
     views = {"rule": view}
 
     def text_for(form: str) -> str:
@@ -156,6 +185,40 @@ def scan(text: str, *, prefilter: bool = True) -> tuple[str, ...]:
             views[form] = compact_view(view, normalised=True)
         return views[form]
 
+    return text_for
+
+
+@cache
+def _rot13_prefilter() -> Prefilter:
+    """The rules' required literals in ROT13: a text that holds none cannot fire a rule once rotated."""
+    needs = []
+    for rule in _rules():
+        need = rule.need
+        if need is not None:
+            need = Requirement(tuple(frozenset(map(rot13, options)) for options in need.sets), need.folded)
+        needs.append((rule.view, need))
+    return Prefilter(needs)
+
+
+@cache
+def _rot13_field_names() -> tuple[str, ...]:
+    """The judges' output field names in ROT13 (a planted score object, rotated)."""
+    return tuple(sorted(rot13(name.lower()) for name in _judge_field_names()))
+
+
+def _rot13_could_match(text_for: Callable[[str], str]) -> bool:
+    view = text_for("rule")
+    if not _ASCII_LETTER.search(view):
+        return False
+    if _rot13_prefilter().candidates(text_for):
+        return True
+    lowered = view.lower()
+    return ":" in view and any(name in lowered for name in _rot13_field_names())
+
+
+def _scan_forms(text_for: Callable[[str], str], prefilter: bool) -> list[str]:
+    """Ids of the rules that fire on a rule view (given by its forms)."""
+    view = text_for("rule")
     rules = _rules()
     # Most answers hold no required literal of most rules (bqas.offline.text.literals): one Aho-Corasick
     # pass per view finds the few rules worth running; case-insensitive alternations behind \b or a
@@ -164,4 +227,4 @@ def scan(text: str, *, prefilter: bool = True) -> tuple[str, ...]:
     hits = [rules[i].id for i in positions if rules[i].matches(text_for(rules[i].view))]
     if judge_field_object(view):
         hits.append("judge_fields")
-    return tuple(hits)
+    return hits

@@ -2,12 +2,15 @@
 
 Each transform keeps the text readable for a person (and for an LLM judge) while changing its code
 points: zero-width characters inside words, fullwidth letters, Cyrillic/Greek look-alikes, bidi
-controls, combining marks, letter spacing, Traditional Chinese. Used by the probe tests and
-``benchmarks/bench_manipulation.py``; deterministic for a given ``random.Random``.
+controls, combining marks, letter spacing, Traditional Chinese. :data:`ENCODINGS` hide it in an encoding
+an LLM reads without being asked (base64, base32, hex, URL and HTML escapes, ROT13, leetspeak). Used by
+the probe tests and ``benchmarks/bench_manipulation.py``; deterministic for a given ``random.Random``.
 """
 
 from __future__ import annotations
 
+import base64
+import codecs
 import random
 import re
 from collections.abc import Callable
@@ -100,4 +103,46 @@ TRANSFORMS: dict[str, Transform] = {
     "letter_spacing": letter_spacing,
     "traditional": traditional,
     "mixed": mixed,
+}
+
+
+def _leet_word(m: re.Match[str]) -> str:
+    word = m.group(0)
+    leet = word.translate(_LEET)
+    # A word all in digits would read as a number ("17" for "it"): its first letter stays a letter.
+    return word[0] + leet[1:] if leet.isdigit() else leet
+
+
+_LEET = str.maketrans(
+    {
+        "a": "4",
+        "A": "4",
+        "e": "3",
+        "E": "3",
+        "i": "1",
+        "I": "1",
+        "o": "0",
+        "O": "0",
+        "s": "5",
+        "S": "5",
+        "t": "7",
+        "T": "7",
+    }
+)
+
+
+def leet(text: str, rng: random.Random) -> str:
+    """Letters as look-alike digits in every Latin word (1gn0r3 4ll pr3v10u5 1n57ruc710n5)."""
+    return re.sub(r"[A-Za-z]+", _leet_word, text)
+
+
+ENCODINGS: dict[str, Transform] = {
+    "base64": lambda text, rng: base64.b64encode(text.encode()).decode(),
+    "base64url": lambda text, rng: base64.urlsafe_b64encode(text.encode()).decode().rstrip("="),
+    "base32": lambda text, rng: base64.b32encode(text.encode()).decode(),
+    "hex": lambda text, rng: text.encode().hex(),
+    "url": lambda text, rng: "".join(f"%{b:02X}" for b in text.encode()),
+    "html": lambda text, rng: "".join(f"&#{ord(ch)};" for ch in text),
+    "rot13": lambda text, rng: codecs.encode(text, "rot13"),
+    "leet": leet,
 }
