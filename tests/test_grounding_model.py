@@ -20,6 +20,7 @@ from bqas.offline.grounding_model import (
     learned_grounding,
     learned_invention_gate,
     load_model,
+    shipped_model_id,
     unfaithful_probability,
 )
 from bqas.offline.methods import OfflineContext
@@ -132,7 +133,9 @@ async def test_engine_exposes_p_unfaithful_as_the_offline_p_reject() -> None:
         if gate is not None:
             assert result.dimensions["invention_detection"].value == gate
         if prov.measured:
-            assert conf.method == "learned-grounding" and conf.model == load_model().model_id
+            # the cascade's id: the grounding model's plus the verifier's (bqas.offline.verifier.cascade)
+            assert conf.method == "learned-grounding" and conf.model == shipped_model_id()
+            assert conf.model.startswith(load_model().model_id + "+verifier-")
             assert conf.p_reject is not None and prov.value == pytest.approx(100 * (1 - conf.p_reject), abs=0.06)
         else:
             assert conf.p_reject is None or conf.method == "logistic+platt"
@@ -280,7 +283,7 @@ def test_a_model_without_qa_relevance_does_not_embed_the_whole_answer() -> None:
     model = load_model()
     assert RELEVANCE_FEATURE not in model.features  # the shipped model; the saving below is for it
     ctx, emb = _recording_ctx()
-    p = unfaithful_probability(ANSWER_2, CONTEXT, ctx, QUERY)
+    p = unfaithful_probability(ANSWER_2, CONTEXT, ctx, QUERY, model)  # the first stage alone
     assert isinstance(p, GroundingProbability)
     assert ANSWER_2 not in emb.asked and QUERY not in emb.asked
     assert RELEVANCE_FEATURE not in p.features  # not computed, so not reported as 0.0

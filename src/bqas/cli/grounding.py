@@ -164,6 +164,9 @@ def fit_cascade_cmd(
         Optional[Path],  # noqa: UP045
         typer.Option("--scores", help="Keep the per-example scores here (JSON Lines; reused when complete)."),
     ] = None,
+    max_claims: Annotated[
+        int, typer.Option("--max-claims", help="Claims per answer the verifier reads (the least supported).")
+    ] = 4,
 ) -> None:
     """Fit where the verifier runs and how it is combined, on the calibration part of the permitted data.
 
@@ -187,7 +190,9 @@ def fit_cascade_cmd(
     from bqas.offline.grounding_model import load_model
 
     try:
-        cascade = fit_cascade(rows, load_verifier(verifier).model_id, stage1_id=load_model().model_id)
+        cascade = fit_cascade(
+            rows, load_verifier(verifier).model_id, max_claims=max_claims, stage1_id=load_model().model_id
+        )
     except ValueError as exc:
         raise _fail(str(exc)) from None
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,10 @@ from bqas.offline.grounding_data import Example, load_begin, load_halluqa, load_
 from bqas.offline.verifier.cascade import FORMAT, Cascade, claims_to_verify, logit
 from bqas.offline.verifier.data import is_calibration
 
-#: How many claims of one answer the verifier reads at most (the least supported ones).
+#: How many claims of one answer are scored for fitting and measuring (the least supported ones first).
+SCORED_CLAIMS = 4
+#: How many of them the shipped cascade's verifier reads. One claim costs ~11 ms CPU on an MTRAG answer's
+#: long sentences; fewer claims are cheaper but measured worse (docs/grounding-model.md, "Claims read").
 MAX_CLAIMS = 4
 #: Error the first stage may make outside the band (share of wrong verdicts on either side).
 BAND_ERROR = 0.05
@@ -74,7 +77,7 @@ def _ex_key(name: str, ex: Example) -> str:
 def score_examples(
     examples: Sequence[Example],
     verifier_folder: Path | None = None,
-    max_claims: int = MAX_CLAIMS,
+    max_claims: int = SCORED_CLAIMS,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Per example: stage 1's probability (the shipped grounding model, default embedder), the claims the
@@ -118,13 +121,22 @@ def add_verifier(
     return rows
 
 
+def verifier_score(row: dict[str, Any], max_claims: int) -> float | None:
+    """The verifier's answer score when it reads the first ``max_claims`` of the row's scored claims."""
+    probs = row.get("claim_probabilities")
+    if probs is None:
+        return row.get("v")
+    return max(probs[:max_claims]) if probs[:max_claims] else None
+
+
 def cascade_probability(row: dict[str, Any], cascade: Cascade) -> float | None:
     """What the cascade gives for a scored row (None when unscored)."""
     if "p1" not in row:
         return None
-    if row.get("v") is None or not cascade.in_band(row["p1"]):
+    v = verifier_score(row, cascade.max_claims)
+    if v is None or not cascade.in_band(row["p1"]):
         return float(row["p1"])
-    return cascade.combine(row["p1"], row["v"])
+    return cascade.combine(row["p1"], v)
 
 
 def _band(rows: Sequence[dict[str, Any]]) -> tuple[float, float]:
@@ -159,7 +171,7 @@ def fit_cascade(rows: Sequence[dict[str, Any]], verifier_id: str, max_claims: in
 
     from bqas.offline.grounding_train import _best_threshold, metrics
 
-    scored = [r for r in rows if "p1" in r]
+    scored = [r | {"v": verifier_score(r, max_claims)} for r in rows if "p1" in r]
     low, high = _band(scored)
     band = [r for r in scored if r.get("v") is not None and low <= r["p1"] < high]
     if len({r["label"] for r in band}) < 2:

@@ -75,7 +75,8 @@ class Tokenizer:
 
     def ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Content token ids of each text (no special tokens)."""
-        normalised = [t.translate(self.table) for t in texts]
+        # Lone surrogates (invalid text that can still reach a judge) become U+FFFD: SentencePiece takes UTF-8.
+        normalised = [t.encode("utf-8", "replace").decode("utf-8").translate(self.table) for t in texts]
         return [list(x) for x in self.processor.encode(normalised)]
 
     def pairs(
