@@ -77,6 +77,7 @@ BUILTIN_METHOD_MODULES: dict[str, str] = {
     "learned_grounding": "bqas.offline.grounding_model",
     "learned_faithfulness": "bqas.offline.grounding_model",
     "learned_invention_gate": "bqas.offline.grounding_model",
+    "learned_unsupported_claims": "bqas.offline.grounding_model",
     "operator_afb_label": "bqas.offline.operators",
     "operator_afb": "bqas.offline.operators",
     "action_coverage": "bqas.offline.operators",
