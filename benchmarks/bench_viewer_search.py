@@ -57,7 +57,13 @@ def main() -> None:
 
         with store.session.begin() as s:  # the index as a store that was never searched has it
             s.execute(text("DELETE FROM results_fts_state"))
-            s.execute(text("INSERT INTO results_fts(results_fts) VALUES ('delete-all')"))
+            s.execute(text("DROP TABLE results_fts"))
+            s.execute(
+                text(
+                    "CREATE VIRTUAL TABLE results_fts USING fts5(body, content='results_fts_body', content_rowid='id', "
+                    "tokenize='trigram', detail='none', columnsize=0)"
+                )
+            )
     else:
         make_run(store, "r-a", args.n, seed=1)
     print(f"{'reused' if reuse else 'wrote'} {args.n} records in {time.perf_counter() - started:.1f} s; store {home}")

@@ -1,6 +1,7 @@
 """The run page's free-text search (``q``) through an index instead of a scan of every record.
 
-SQLite keeps ``results_fts`` (migration 0012: FTS5, trigram tokenizer, contentless, no positions). A run's
+SQLite keeps ``results_fts`` (migration 0012: FTS5 over a view of the results, trigram tokenizer, no
+positions). A run's
 results go into it when the run is first searched, and the rows added since on later searches
 (``results_fts_state``), so runs that are never searched cost nothing and `bqas run` writes no index.
 Filling it for a large run takes a while (a minute for 50,000 results on a busy 2-core machine): that is
