@@ -89,7 +89,7 @@ def test_ci_summary_markdown_and_exit_codes(tmp_path: Path, bqas_home: Path) -> 
     written = out.read_text(encoding="utf-8")
     assert written.startswith("earlier step\n")  # appended, as $GITHUB_STEP_SUMMARY wants
     assert "### Compared with" in written and "**Regression:** mean composite dropped" in written
-    assert "| s0::voice | production\\_ready | failed | worse |" in written
+    assert "| s0::voice | production\\_ready | needs\\_review | worse |" in written  # a wrong intent, a faithful answer
     same = runner.invoke(app, ["ci-summary", str(tmp_path / "a"), "--baseline", str(tmp_path / "a")])
     assert same.exit_code == 0 and "Verdict changes: 0" in same.output
 
@@ -237,7 +237,7 @@ def test_action_script_on_a_pull_request_compares_with_the_base_branch(tmp_path:
     assert (
         "### Compared with" in md
         and "**Regression:**" in md
-        and "| s0::voice | production\\_ready | failed | worse |" in md
+        and "| s0::voice | production\\_ready | needs\\_review | worse |" in md
     )
     for name in ("results.jsonl", "junit.xml", "report.html"):
         assert (tmp_path / "out" / "run" / name).is_file() and (tmp_path / "out" / "base" / name).is_file()

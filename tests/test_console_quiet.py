@@ -24,7 +24,10 @@ def _samples() -> list[dict[str, object]]:
         rows.append(
             {
                 "id": f"voice-{i:03d}",
-                "user_input": "Schreib den Eltern von Jonas" if i % 2 else "Erinnere mich morgen an die Konferenz",
+                # the reminder's time is said, so the answer restating it invents nothing
+                "user_input": "Schreib den Eltern von Jonas"
+                if i % 2
+                else f"Erinnere mich morgen um {8 + i} an die Konferenz",
                 "detected_intent": "parent_letter" if i % 2 else "reminder",
                 "response": f"{leak} ({i})" if i % 2 else f"Ich erinnere dich morgen um {8 + i} Uhr.",
                 "expected_intent": "parent_letter" if i % 2 else "reminder",

@@ -49,7 +49,7 @@ def test_sample_ids_reach_the_terminal_escaped(tmp_path: Path, bqas_home: Path) 
     runner = CliRunner()
     run = runner.invoke(cli, ["run", str(tmp_path / "s.yaml"), "--no-progress", "--out", str(tmp_path / "o")])
     assert run.exit_code in (0, 1), run.output
-    listing = runner.invoke(cli, ["runs"])
+    listing = runner.invoke(cli, ["runs", "--verbose"])  # the new error categories with an example id each
     assert listing.exit_code == 0
     verbose = runner.invoke(cli, ["runs", "--verbose"])
     assert verbose.exit_code == 0

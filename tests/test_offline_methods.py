@@ -159,9 +159,19 @@ def test_intent_taxonomy_not_measured_and_not_in_taxonomy() -> None:
     r = run(taxonomy.intent_taxonomy, detected="reminder", expected=None)
     assert r.value is None and r.note == "no expected intent"
     r = run(taxonomy.intent_taxonomy, detected="order_pizza", expected="reminder")
-    assert r.value == 0.0 and r.note == "not in taxonomy"
+    assert r.value == 0.0 and r.method == "taxonomy:unknown-intent"
+    assert r.note is not None and r.note.startswith("detected intent 'order_pizza' is not an intent of the taxonomy")
     r = run(taxonomy.intent_taxonomy, detected='{"type": "reminder", "confidence": 0.9}', expected="reminder")
     assert r.value == 100.0
+
+
+def test_made_up_intents_fail_and_an_expected_intent_outside_the_taxonomy_is_a_mismatch() -> None:
+    # A made-up detected intent fails intent_accuracy, even when the test case expects the same name.
+    r = run(taxonomy.intent_taxonomy, detected="teleport_home", expected="teleport_home")
+    assert r.value == 0.0 and r.method == "taxonomy:unknown-intent"
+    # A real intent against an expected name the taxonomy does not know: a mismatch, not "not measured".
+    r = run(taxonomy.intent_taxonomy, detected="reminder", expected="send_fax")
+    assert r.value == 0.0 and r.method == "taxonomy:wrong" and "'send_fax' is not in the taxonomy" in (r.note or "")
 
 
 def test_builtin_taxonomy_is_complete() -> None:

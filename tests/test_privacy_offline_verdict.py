@@ -61,7 +61,7 @@ def test_an_empty_answer_is_unscored_and_the_run_says_why_once(tmp_path: Path, b
         "rag_privacy: 6 of 7 results unscored: only 40% of the composite weight could be measured "
         "(privacy_compliance); a verdict needs 50% (policy min_measured_weight)"
     )
-    assert run.output.count(line) == 1
+    assert " ".join(run.output.split()).count(line) == 1  # said once (the console may wrap it)
     html = (out / "report.html").read_text(encoding="utf-8")
     assert 'id="unscored-why"' in html and line in html
     records = [json.loads(x) for x in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]

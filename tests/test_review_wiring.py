@@ -30,7 +30,7 @@ FINE = {
     "id": "fine-1",
     "user_input": "Erinnere mich morgen an die Konferenz",
     "detected_intent": "reminder",
-    "response": "Ich erinnere dich morgen um 8 Uhr an die Konferenz.",
+    "response": "Ich erinnere dich morgen an die Konferenz.",  # every specific was said
     "expected_intent": "reminder",
 }
 

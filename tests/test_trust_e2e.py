@@ -148,14 +148,15 @@ def test_fit_run_review_refit(tmp_path: Path, llm_env: ScriptedLLM, monkeypatch:
     assert f'<property name="trust.profile.rag_privacy" value="{profile.id}"/>' in junit
     # The guarantee on the decisions themselves, next to the class rates, everywhere a run is read.
     statement = "precision ≥ 0.8: 60 of 60 calibration auto-rejects agree with people (bound 0.9"
-    assert statement in run.output and statement in html
+    said = " ".join(run.output.split())  # the console may wrap long lines
+    assert statement in said and statement in html
     assert '<property name="trust.rag_privacy.offline.reject.precision_min" value="0.8"/>' in junit
     assert '<property name="trust.rag_privacy.offline.reject.calibration_agree" value="60"/>' in junit
     # The run's own labelled samples: how many of its auto-decisions people agree with.
     decided = [r for r in records.values() if r["decision"] == "reject"]
     agree = sum(1 for r in decided if r["expected"]["verdict"] == "failed")
     line = f"of {len(decided)} auto-rejects, {agree} agree with people"
-    assert line in run.output and line in html
+    assert line in said and line in html
     assert '<property name="trust.reject.agree_with_people"' in junit
     from bqas.review.local import LocalReview
     from bqas.review.settings import ReviewSettings
@@ -171,7 +172,7 @@ def test_fit_run_review_refit(tmp_path: Path, llm_env: ScriptedLLM, monkeypatch:
         page = client.get(f"/review/runs/{run_id}").text
     assert 'id="guarantees"' in page and statement in page and line in page
     # Where the judgments' time went: own work (service) and queue wait, apart, in every view of the run.
-    assert "evaluation time per judgment: service (own work) mean" in run.output
+    assert "evaluation time per judgment: service (own work) mean" in said
     assert 'id="timing"' in html and "queue wait (worker, LLM slot) mean" in html
     assert '<property name="timing.service_mean_ms"' in junit and '<property name="timing.queue_mean_ms"' in junit
     assert 'id="run-timing"' in page

@@ -10,7 +10,9 @@ generic model), and over repeated random halves (thresholds fitted on one half w
 bqas.trust.thresholds.fit_tier, measured on the other): mean coverage, mean realised FNR/FPR on the test
 halves, how often the test-half rate exceeded the target, and how often the test half demonstrates a
 violation (its one-sided 90 % lower bound above the target). Also the raw risk 1 - composite/100.
-MEMERAG was never fitted on; its rows are split by source language too.
+MEMERAG (CC BY-NC) is evaluation-only: its rows give the ROC-AUC alone (split by source language too), no
+threshold is fitted on any half of it; precision_transfer.py measures it under thresholds fitted on the
+permitted sets.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def _load(path: Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+EVALUATION_ONLY = {"rag_faithfulness_memerag"}
 IN_SAMPLE = {"rag_faithfulness_en", "hallucination_en", "attribution_en", "hallucination_zh", "pii_de"}
 
 
@@ -53,14 +56,24 @@ def _engine_p(row: dict, model: LogisticModel) -> float:
     return model.predict(row["features"])
 
 
-def halves(scores: np.ndarray, y: np.ndarray, fnr: float, fpr: float, splits: int, seed: int) -> dict:
+def halves(
+    scores: np.ndarray, y: np.ndarray, fnr: float, fpr: float, splits: int, seed: int, precision: float | None = 0.9
+) -> dict:
     rng = np.random.default_rng(seed)
     cov, r_fnr, r_fpr, v_fnr, v_fpr, s_fnr, s_fpr = [], [], [], [], [], [], []
+    decided = {"accept": [0, 0], "reject": [0, 0]}  # [decided, agree] summed over the test halves
+    s_prec = {"accept": [], "reject": []}  # test half demonstrates precision below the target
     for _ in range(splits):
         idx = rng.permutation(len(y))
         a, b = idx[: len(y) // 2], idx[len(y) // 2 :]
         fit = fit_tier(
-            [None if np.isnan(s) else float(s) for s in scores[a]], list(y[a]), fnr_max=fnr, fpr_max=fpr, delta=0.1
+            [None if np.isnan(s) else float(s) for s in scores[a]],
+            list(y[a]),
+            fnr_max=fnr,
+            fpr_max=fpr,
+            delta=0.1,
+            precision_accept_min=precision,
+            precision_reject_min=precision,
         )
         dec = np.array(
             [decide(None if np.isnan(s) else float(s), fit.accept.threshold, fit.reject.threshold) for s in scores[b]]
@@ -77,6 +90,16 @@ def halves(scores: np.ndarray, y: np.ndarray, fnr: float, fpr: float, splits: in
         k_fn, k_fp = int(np.sum((dec == "accept") & yb)), int(np.sum((dec == "reject") & ~yb))
         s_fnr.append(k_fn > 0 and beta.ppf(0.1, k_fn, yb.sum() - k_fn + 1) > fnr)
         s_fpr.append(k_fp > 0 and beta.ppf(0.1, k_fp, (~yb).sum() - k_fp + 1) > fpr)
+        for side, wrong in (("accept", yb), ("reject", ~yb)):
+            mine = dec == side
+            n_dec, n_wrong = int(mine.sum()), int((mine & wrong).sum())
+            decided[side][0] += n_dec
+            decided[side][1] += n_dec - n_wrong
+            # Demonstrated: the one-sided 90 % lower bound of the error share lies above 1 - target.
+            if precision is not None and n_wrong > 0:
+                s_prec[side].append(beta.ppf(0.1, n_wrong, n_dec - n_wrong + 1) > 1 - precision)
+            else:
+                s_prec[side].append(False)
     return {
         "coverage": float(np.mean(cov)),
         "fnr": float(np.mean(r_fnr)),
@@ -86,6 +109,13 @@ def halves(scores: np.ndarray, y: np.ndarray, fnr: float, fpr: float, splits: in
         "fnr_violated": float(np.mean(s_fnr)),
         "fpr_violated": float(np.mean(s_fpr)),
         "coverage_min": float(np.min(cov)),
+        # Of all auto-accepts / auto-rejects on the test halves: how many, and how many people agree with.
+        "accept_decided": decided["accept"][0],
+        "accept_agree": decided["accept"][1],
+        "reject_decided": decided["reject"][0],
+        "reject_agree": decided["reject"][1],
+        "accept_precision_violated": float(np.mean(s_prec["accept"])),
+        "reject_precision_violated": float(np.mean(s_prec["reject"])),
     }
 
 
@@ -93,6 +123,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--features", type=Path, default=Path("/tmp/bqas-trust/features"))
     parser.add_argument("--splits", type=int, default=50)
+    parser.add_argument("--precision", type=float, default=0.9, help="precision target per side (0: none)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--markdown", type=Path, default=None, help="print the docs table of a --json file")
     args = parser.parse_args()
@@ -134,8 +165,13 @@ def main() -> None:
                 "distinct": len(np.unique(s[ok])),
                 "targets": {},
             }
-            for fnr, fpr in TARGETS:
-                row["targets"][f"{fnr:g}/{fpr:g}"] = halves(s, y, fnr, fpr, args.splits, seed=7)
+            # MEMERAG (CC BY-NC) is for measuring only: no threshold is fitted on any part of it. Its
+            # decisions under thresholds fitted on the permitted sets: precision_transfer.py.
+            evaluation_only = base in EVALUATION_ONLY or name.startswith("memerag_")
+            for fnr, fpr in [] if evaluation_only else TARGETS:
+                row["targets"][f"{fnr:g}/{fpr:g}"] = halves(
+                    s, y, fnr, fpr, args.splits, seed=7, precision=args.precision or None
+                )
             out.append(row)
             t = row["targets"]
             cells = " | ".join(
@@ -155,9 +191,14 @@ def main() -> None:
 def markdown(rows: list[dict]) -> str:
     """The table of docs/calibration.md from the JSON rows (``--markdown FILE.json``)."""
 
+    def prec(v: dict, side: str) -> str:
+        n, k = v.get(f"{side}_decided", 0), v.get(f"{side}_agree", 0)
+        return "–" if not n else f"{k / n:.0%}"
+
     def cell(v: dict) -> str:
         return (
             f"{v['coverage']:.1%} · {v['fnr']:.1%} / {v['fpr']:.1%} · {v['fnr_violated']:.0%} / {v['fpr_violated']:.0%}"
+            + (f" · {prec(v, 'accept')} / {prec(v, 'reject')}" if "accept_decided" in v else "")
         )
 
     out = [
@@ -167,7 +208,7 @@ def markdown(rows: list[dict]) -> str:
     for r in rows:
         kind = r["score"] + (" (in-sample)" if r["in_sample"] else "")
         auc = "—" if r["roc_auc"] is None else f"{r['roc_auc']:.3f}"
-        cells = " | ".join(cell(v) for v in r["targets"].values())
+        cells = " | ".join(cell(v) for v in r["targets"].values()) or "evaluation-only: no thresholds fitted on it | | "
         out.append(f"| {r['set']} | {kind} | {r['n']} ({r['rejects']}) | {auc} | {cells} |")
     return "\n".join(out)
 

@@ -8,8 +8,9 @@ For each fit set (MTRAG, BEGIN, HalluQA leave-one-out, HaluEval, and all four po
 licences allow fitting) and each target pair, thresholds are fitted on the set's offline p_reject (the
 score the engine gives, see figures.py) twice: with the class-rate targets alone (profiles before the
 precision guarantee) and with them plus precision >= 0.9 on each side (the default now). Both are applied
-to MEMERAG en, es and fr (CC BY-NC: measured only, never fitted on) and the script prints, per side, how
-many items each decides there and how many of those people agree with. Only the FNR/FPR/precision
+to the fit set itself (in-sample) and to MEMERAG en, es and fr (CC BY-NC: measured only, never fitted on),
+and the script prints, per side, how many items each decides there and how many of those people agree
+with. Only the FNR/FPR/precision
 arithmetic of bqas.trust.thresholds is used, on the cached features; no judge runs.
 """
 
@@ -78,7 +79,7 @@ def main() -> None:
                 fit = fit_tier(
                     s, y, fnr_max=fnr, fpr_max=fpr, delta=0.1, precision_accept_min=prec, precision_reject_min=prec
                 )
-                for lang, (ts, ty) in tests.items():
+                for lang, (ts, ty) in [("fit set (in-sample)", (s, y)), *tests.items()]:
                     r = _apply(fit, ts, ty)
                     row = {"fit": fit_name, "fnr_max": fnr, "fpr_max": fpr, "precision_min": prec, "test": lang, **r}
                     rows.append(row)

@@ -56,10 +56,10 @@ def print_summary(
     from bqas.runner.summary import timing_text, unscored_lines
 
     for line in unscored_lines(summary.get("unscored_reasons") or []):
-        console.print(line, markup=False, soft_wrap=True)  # one line per cause, greppable in a CI log
+        console.print(line, markup=False)
     timing = timing_text(summary)
     if timing:
-        console.print(timing, markup=False, soft_wrap=True)
+        console.print(timing, markup=False)
     if summary.get("target"):
         console.print(target_line(summary["target"]), markup=False)
     if thresholds:

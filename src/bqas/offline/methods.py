@@ -85,6 +85,7 @@ BUILTIN_METHOD_MODULES: dict[str, str] = {
     "tenant_leak_gate": "bqas.offline.namespace",
     "tenant_leaks": "bqas.offline.namespace",
     "concept_coverage": "bqas.offline.coverage",
+    "input_specifics": "bqas.offline.specifics",
 }
 # Every module that registers built-in methods, in a fixed order.
 _BUILTIN_MODULES = tuple(dict.fromkeys(BUILTIN_METHOD_MODULES.values()))
