@@ -15,7 +15,8 @@
 #   BQAS_HOME            the store (default: a new folder under $RUNNER_TEMP, never the user's checkout)
 #   GITHUB_EVENT_NAME, GITHUB_BASE_REF, GITHUB_STEP_SUMMARY, GITHUB_OUTPUT: set by GitHub Actions
 # Exit code (also written as exit-code to $GITHUB_OUTPUT): 0 passed, 1 thresholds/targets missed or a
-# regression against the base branch, 2 usage, configuration or input error. With GITHUB_OUTPUT set the
+# regression against the base branch, 2 usage, configuration or input error, 4 the store or the disk could
+# not be written. With GITHUB_OUTPUT set the
 # script itself exits 0, so that the action still uploads the artifacts; its last step exits with the code.
 set -uo pipefail
 
@@ -112,6 +113,10 @@ rc=$?
 if [[ $rc -eq 2 ]]; then
     echo "BQAS: the run failed with a usage, configuration or input error (exit 2); see the job log." >>"$summary_file"
     finish 2
+fi
+if [[ $rc -eq 4 ]]; then
+    echo "BQAS: the store or the disk could not be written (exit 4: a full disk, a file size limit, an I/O error, an unreachable database); see the job log." >>"$summary_file"
+    finish 4
 fi
 bqas ci-summary "$out/run" "${compare[@]}" --out "$summary_file"
 finish $?

@@ -1,4 +1,5 @@
-"""A dying results writer fails the run loudly (status ``failed`` with the reason, exit 2), never hangs."""
+"""A dying results writer fails the run loudly (status ``failed`` with the reason; a store or disk that
+cannot be written is exit 4, README), never hangs."""
 
 from __future__ import annotations
 
@@ -47,8 +48,9 @@ def test_dying_writer_fails_the_run_instead_of_hanging(
 
     monkeypatch.setattr(Store, "add_results", failing)
     result = CliRunner().invoke(app, ["run", str(path), "--no-progress", "--out", str(tmp_path / "o")])
-    assert result.exit_code == 2, result.output
-    assert "failed: OSError: disk full (planted)" in result.output
+    assert result.exit_code == 4, result.output
+    assert "stopped: the store" in result.output and "cannot be written: disk full (planted)" in result.output
+    assert "bqas run --resume r-" in result.output
     runs = json.loads(CliRunner().invoke(app, ["runs", "--json"]).output)
     assert runs[0]["status"] == "failed"
     shown = CliRunner().invoke(app, ["show", runs[0]["id"], "--json"])

@@ -9,6 +9,7 @@ the list cannot drift from the commands.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, MutableMapping
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
@@ -136,6 +137,20 @@ class LazyGroup(TyperGroup):
         for name, command in self.commands.items():  # commands registered on the app itself, if any
             commands[name] = command
         self.commands = commands
+
+    def invoke(self, ctx: _click.Context) -> Any:
+        """Run the command; a store that cannot be opened or written ends it with one line and exit 4."""
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            # Only a command that opened the store can meet its failure: no import for the others.
+            db = sys.modules.get("bqas.store.db")
+            if db is None or not isinstance(exc, db.StoreUnavailable):
+                raise
+            from bqas.textsafe import printable
+
+            typer.echo(f"error: {printable(exc)}", err=True)
+            raise typer.Exit(db.STORE_FAILED) from None
 
     def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         """The command list of ``bqas --help`` from the summaries, as click writes it, building nothing."""

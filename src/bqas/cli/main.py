@@ -292,7 +292,7 @@ def run_cmd(
     Exit 0 when all thresholds are met, 1 when one is missed (an unscored result misses max_unscored,
     an invalid sample max_invalid, a target error max_target_errors, a judge error (a lost Ray node)
     max_judge_errors, all default 0), 2 on a usage, configuration or input error (also: no valid sample,
-    or the run failed).
+    or the run failed), 4 when the store or the disk cannot be written (resume the run when fixed).
     A run that dies can be continued: bqas run --resume RUN_ID
     """
     if dry_run:

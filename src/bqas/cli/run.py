@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -302,6 +303,8 @@ def run_scenario(
                 flush_alerts()  # webhooks of the review loop still in flight
     except RunFailed as exc:
         print_review_notes(notes)
+        if _store_or_disk_failure(exc) is not None:
+            _stopped_by_the_store(exc, started)
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except (ScenarioError, ValueError, KeyError) as exc:
@@ -313,6 +316,11 @@ def run_scenario(
         which = started[0] if started else "<run id>"
         typer.echo(f"\ninterrupted: resume with `bqas run --resume {which}`", err=True)
         raise typer.Exit(130) from None
+    except Exception as exc:  # the store or the output files, outside the results writer
+        if _store_or_disk_failure(exc) is None:
+            raise
+        print_review_notes(notes)
+        _stopped_by_the_store(exc, started)
     run = store.get_run(outcome.run_id)
     print_summary(
         run.summary,
@@ -338,6 +346,39 @@ def run_scenario(
     if not outcome.passed:
         typer.echo("thresholds missed", err=True)
         raise typer.Exit(1)
+
+
+def _store_or_disk_failure(exc: BaseException) -> BaseException | None:
+    """The store error (SQLAlchemy) or file error (OSError) behind ``exc``, following its causes."""
+    errors = sys.modules.get("sqlalchemy.exc")
+    kinds: tuple[type[BaseException], ...] = (OSError,) if errors is None else (OSError, errors.SQLAlchemyError)
+    seen: BaseException | None = exc
+    while seen is not None and not isinstance(seen, kinds):
+        seen = seen.__cause__ or seen.__context__
+    return seen
+
+
+def _stopped_by_the_store(exc: BaseException, started: list[str]) -> NoReturn:
+    """One line for a run the store or the disk stopped, and exit 4 (README: exit codes)."""
+    from bqas.settings import get_settings
+    from bqas.store.db import STORE_FAILED, failure_cause, store_name
+    from bqas.textsafe import printable
+
+    failure = _store_or_disk_failure(exc)
+    assert failure is not None
+    cause = failure_cause(failure)
+    if isinstance(failure, OSError) and failure.filename is not None:  # results.jsonl, junit.xml, report.html
+        where = f"a file could not be written: {cause}"
+    else:
+        where = f"the store {store_name(get_settings().resolved_database_url())} cannot be written: {cause}"
+    run = started[0] if started else None
+    then = (
+        f"; what was stored is kept, and once that is fixed `bqas run --resume {run}` completes the run"
+        if run
+        else "; nothing was started"
+    )
+    typer.echo(f"error: {'run ' + run + ' stopped: ' if run else ''}{printable(where)}{then}", err=True)
+    raise typer.Exit(STORE_FAILED)
 
 
 def _print_invalid(summary: Any, source: str, results: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -387,13 +388,63 @@ def database_unavailable(exc: BaseException) -> bool:
 CONNECT_TIMEOUT_S = 10  # a PostgreSQL host that drops packets: give up connecting after this (libpq default: never)
 
 
+class StoreUnavailable(RuntimeError):
+    """The store cannot be opened, migrated or written (a full disk, a file size limit, an I/O error, a
+    database that does not answer). The message names the store and the cause in one line; ``bqas``
+    commands exit with :data:`STORE_FAILED` on it."""
+
+
+#: The exit code of a command whose store or output files could not be written (README, exit codes).
+STORE_FAILED = 4
+
+_FULL_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+def store_name(url: str) -> str:
+    """How a message names the store: a SQLite file's path, else the URL without its password."""
+    if url.startswith("sqlite:///"):
+        return url.removeprefix("sqlite:///")
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # a URL SQLAlchemy cannot parse: its scheme at least
+        return url.split("://", 1)[0] + "://…"
+
+
+def failure_cause(exc: BaseException) -> str:
+    """The cause of a store or file failure in a few words: the driver's message, not SQLAlchemy's
+    wrapping (its SQL and background link), and what a full disk looks like when it is one."""
+    orig = getattr(exc, "orig", None)
+    base = orig if isinstance(orig, BaseException) else exc
+    if isinstance(base, OSError) and base.strerror:
+        text = base.strerror + (f": {base.filename}" if base.filename else "")
+    else:
+        text = " ".join(str(base).split()) or type(base).__name__
+    full = (isinstance(base, OSError) and base.errno in _FULL_ERRNOS) or any(
+        phrase in text.lower() for phrase in ("disk i/o error", "database or disk is full", "no space left")
+    )
+    if full:
+        text += " (the disk is full, or a file size limit was reached)"
+    return text
+
+
 def open_store(url: str | None = None, *, home: Path | None = None) -> Store:
-    """Open (and migrate) the store at ``url``; default: SQLite under the BQAS home."""
+    """Open (and migrate) the store at ``url``; default: SQLite under the BQAS home. Raises
+    :class:`StoreUnavailable` naming the store and the cause when it cannot be opened or migrated (a
+    migration is one transaction: a store that fails half-way is left as it was)."""
     from bqas.settings import get_settings
 
     settings = get_settings()
     if url is None:
         url = settings.database_url or f"sqlite:///{((home or settings.home) / 'bqas.sqlite').as_posix()}"
+    try:
+        return _open_store(url)
+    except (SQLAlchemyError, OSError) as exc:
+        raise StoreUnavailable(f"the store {store_name(url)} cannot be opened: {failure_cause(exc)}") from exc
+
+
+def _open_store(url: str) -> Store:
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     # Pre-ping finds connections a PostgreSQL server dropped; a SQLite file has no server, and the ping was a
@@ -440,7 +491,7 @@ def _migrate_file_locked(engine: Engine, url: str, database: Path) -> None:
             if not _is_current(engine):
                 migrate(url)
     except Timeout:
-        raise RuntimeError(
+        raise StoreUnavailable(
             f"{database}: another process has been migrating this store for {MIGRATION_WAIT_S:.0f} s "
             f"(lock {lock.lock_file}); try again when it has finished"
         ) from None
