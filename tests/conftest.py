@@ -132,9 +132,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ``--dist loadgroup`` as scripts/test.sh runs them); the slow ones are marked ``slow``."""
     cache: dict[Path, str | None] = {}
     for item in items:
-        group = _shared_resource(Path(str(item.path)), cache)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
         short = item.nodeid.split("/")[-1]
         if any(short.startswith(prefix) for prefix in SLOW_TESTS):
             item.add_marker(pytest.mark.slow)
+        group = _shared_resource(Path(str(item.path)), cache)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+            if getattr(config.option, "loadgroup", False):
+                _group_node_id(item, group)
+
+
+def _group_node_id(item: pytest.Item, group: str) -> None:
+    """Give the item the ``@group`` suffix by which ``--dist loadgroup`` schedules it.
+
+    pytest-xdist 3.8 writes that suffix to ``item._nodeid``, which pytest 9.2 no longer reads (the node id
+    is ``item._id`` now): the groups were silently ignored, and the PostgreSQL tests ran on several
+    workers at once, clearing each other's job tables. Setting it here works with either version."""
+    suffix = f"@{group}"
+    if item.nodeid.endswith(suffix):
+        return
+    if hasattr(item, "_id"):
+        from _pytest.nodeid import NodeId  # pytest >= 9.2
+
+        item._id = NodeId.parse(item.nodeid + suffix)
+    else:  # pragma: no cover - older pytest: xdist's own hook does it
+        return
