@@ -222,7 +222,9 @@ def _run_cli(tmp_path: Path, name: str, extra: list[str] | None = None) -> list[
     scenario = folder / "scenario.yaml"
     scenario.write_text(
         "name: procs\njudges: [rag_hallucination]\nlanguage: de\nbackend: offline\nconcurrency: 8\n"
-        "dataset: data.jsonl\n",
+        "dataset: data.jsonl\n"
+        # The rows with a lone surrogate are invalid on purpose: the gate allows exactly those three.
+        "thresholds:\n  max_invalid: 3\n",
         encoding="utf-8",
     )
     argv = ["run", str(scenario), "--out", str(folder / "out"), "--no-progress", *(extra or [])]
