@@ -67,17 +67,24 @@ def _local_site(store: Store) -> tuple[LocalReview, ServiceServer]:
     return local, ServiceServer(local.app)
 
 
-def test_bqas_review_serves_the_local_queue_with_a_one_time_link(tmp_path: Path, bqas_home: Path) -> None:
+def test_bqas_review_serves_the_local_queue_behind_its_start_link(tmp_path: Path, bqas_home: Path) -> None:
     _run(tmp_path)
     store = open_store()
     local, server = _local_site(store)
     with server, httpx.Client(base_url=server.base_url) as client:
         started = client.get(local.start_path, follow_redirects=True)
         assert started.status_code == 200 and "leak-1" in started.text and LOCAL_TENANT in started.text
-        with httpx.Client(base_url=server.base_url) as other:
-            assert other.get(local.start_path).status_code == 403  # the link works once
-            assert login(other, local.key).status_code == 303  # later logins: the printed key
-            assert "leak-1" in other.get("/review/queue").text
+        # The bare address of a logged-in browser is the queue, not a second login.
+        assert "leak-1" in client.get("/", follow_redirects=True).text
+        with httpx.Client(base_url=server.base_url) as other:  # a second browser (or tab) opens the link too
+            assert other.get("/", follow_redirects=True).url.path == "/review/login"
+            assert "leak-1" in other.get(local.start_path, follow_redirects=True).text
+        with httpx.Client(base_url=server.base_url) as stranger:
+            wrong = local.start_path[:-4] + ("aaaa" if not local.start_path.endswith("aaaa") else "bbbb")
+            assert stranger.get(wrong).status_code == 403
+            assert "leak-1" not in stranger.get("/review/queue", follow_redirects=True).text
+            assert login(stranger, local.key).status_code == 303  # the printed key logs in where a link cannot go
+            assert "leak-1" in stranger.get("/review/queue").text
     # The key exists only in that process: a new LocalReview (a new `bqas review`) has another one.
     assert LocalReview(store, ReviewSettings()).key != local.key
 

@@ -115,7 +115,7 @@ class Authenticator:
         self._lock = threading.Lock()
 
     def add_key(self, key: str, tenant: str) -> None:
-        """Accept ``key`` for ``tenant`` in this process only (e.g. the one-time key of ``bqas review``)."""
+        """Accept ``key`` for ``tenant`` in this process only (e.g. the key of a running ``bqas review``)."""
         with self._lock:
             self.file_hashes[hash_key(key)] = tenant
             self._cache.pop(key, None)

@@ -1,5 +1,5 @@
 """``bqas review`` (the review queue of what ``bqas run`` escalated) and ``bqas view`` (the results viewer
-over stored runs), both served on 127.0.0.1 behind a one-time start link."""
+over stored runs), both served on 127.0.0.1 behind a start link that is valid while the command runs."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def review(
 
     Example: bqas run scenarios/voice_de.yaml && bqas review
 
-    Prints a one-time start link (and a key for later logins that is valid while this command runs).
+    Prints a start link that logs a browser in (any tab or browser, while this command runs) and a key for
+    the login page.
     Service tenants never see these items; their reviewers use `bqas serve` and /review with their key.
     Gold labels: bqas gold export --tenant @local --out gold.jsonl
     """
@@ -57,7 +58,8 @@ def view(
 
     Examples: bqas view  ·  bqas view r-20261201-0900-ab12  ·  bqas view RUN_A RUN_B  (compare)
 
-    Prints a one-time start link and a key for later logins (valid while this command runs).
+    Prints a start link that logs a browser in (any tab or browser, while this command runs) and a key for
+    the login page.
     """
     from urllib.parse import urlencode
 
@@ -106,8 +108,8 @@ def _serve(app: FastAPI, sock: socket.socket, url: str, start: str, key: str, op
 
     import uvicorn
 
-    typer.echo(f"open: {url}{start}   (works once)")
-    typer.echo(f"later logins at {url}/review/login with the key {key}   (valid while this runs)")
+    typer.echo(f"open: {url}{start}   (logs a browser in while this runs)")
+    typer.echo(f"or log in at {url}/review/login with the key {key}")
     typer.echo("stop with Ctrl+C")
     if open_browser:
         webbrowser.open(f"{url}{start}")

@@ -2,15 +2,15 @@
 
 CLI runs file their review items under the reserved tenant :data:`bqas.auth.tenants.LOCAL_TENANT`, for
 which no API key can be issued, so no service tenant can reach them. ``bqas review`` serves the same
-review page on 127.0.0.1 with a key that exists only in its own process, and opens the session through
-a one-time start link (like a notebook server's token): the link works once, then logging in needs
-that key, which the command prints.
+review page on 127.0.0.1 with a key that exists only in its own process, and opens sessions through a
+start link that carries a secret token (like a notebook server's): it logs in every browser that opens it
+while the command runs (a second tab, another browser, the link opened again), so the printed key is only
+needed where the link cannot go. Both die with the process.
 """
 
 from __future__ import annotations
 
 import secrets
-import threading
 
 from fastapi import FastAPI
 from fastapi.responses import RedirectResponse, Response
@@ -26,14 +26,13 @@ from bqas.viewer.web import viewer_router
 
 class LocalReview:
     """A review app (with the results viewer) for the local tenant: ``app``, the process-only ``key`` and the
-    one-time ``start_path``, which leads to ``landing`` (default: the queue)."""
+    ``start_path`` (valid while this object lives), which leads to ``landing`` (default: the queue)."""
 
     def __init__(self, store: Store, settings: ReviewSettings | None = None, *, landing: str | None = None):
         settings = settings or get_review_settings()
         self.store = store
         self.key = "bqas_local_" + secrets.token_urlsafe(32)
-        self._start_token: str | None = secrets.token_urlsafe(32)
-        self._lock = threading.Lock()
+        self._start_token = secrets.token_urlsafe(32)
         auth = Authenticator(store)
         auth.add_key(self.key, LOCAL_TENANT)
         base = settings.review_path.rstrip("/")
@@ -48,12 +47,13 @@ class LocalReview:
 
         @app.get("/")
         def root() -> Response:
-            return RedirectResponse(f"{base}/login", status_code=303)
+            # Where the start link leads: a logged-in browser stays, the page sends others to the login.
+            return RedirectResponse(target, status_code=303)
 
         @app.get("/start/{token}")
         def start(token: str) -> Response:
-            if not self._take(token):
-                return Response("This start link was used already: log in with the key printed by `bqas review`.", 403)
+            if not secrets.compare_digest(self._start_token.encode(), token.encode()):
+                return Response("Unknown start link: open the one `bqas review` / `bqas view` printed.", 403)
             result = sessions.login(self.key)
             assert result is not None  # the key was added above
             response = RedirectResponse(target, status_code=303)
@@ -69,12 +69,3 @@ class LocalReview:
             return response
 
         self.app = app
-
-    def _take(self, token: str) -> bool:
-        """Consume the one-time start token (constant-time comparison)."""
-        with self._lock:
-            expected = self._start_token
-            if expected is None or not secrets.compare_digest(expected.encode(), token.encode()):
-                return False
-            self._start_token = None
-            return True
