@@ -14,12 +14,12 @@ run() {
   "$@" > "$OUT/$name.txt" 2>&1
   echo "   rc $? ($(date -u +%T), load $(cut -d' ' -f1-3 /proc/loadavg))" | tee -a "$OUT/log.txt"
 }
-run cold_start .venv/bin/python benchmarks/bench_cold_start.py --repeat 5 --before "$BEFORE/src"
-run offline nice .venv/bin/python benchmarks/bench_offline.py --repeat 3
-run grounding_cost nice .venv/bin/python benchmarks/bench_grounding_cost.py --data "$DATA" --n 80 --repeat 3
-run auto .venv/bin/python benchmarks/bench_auto.py --n 1000 --repeat 3 --pools auto threads
-run runner .venv/bin/python benchmarks/bench_runner.py --sizes 10000 --repeat 3 --modes bare off defaults --src "before=$BEFORE/src"
-run service .venv/bin/python benchmarks/bench_service.py --duration 30 --concurrency 32 --think 0.5 --judge voice rag --servers default
-run defaults_split .venv/bin/python benchmarks/bench_defaults_split.py --n 5000 --repeat 2
-run ragas .venv/bin/python benchmarks/bench_ragas.py --samples 200 --latency 0.05 --concurrency 32
+run cold_start .venv/bin/python benchmarks/runner/bench_cold_start.py --repeat 5 --before "$BEFORE/src"
+run offline nice .venv/bin/python benchmarks/offline/bench_offline.py --repeat 3
+run grounding_cost nice .venv/bin/python benchmarks/offline/bench_grounding_cost.py --data "$DATA" --n 80 --repeat 3
+run auto .venv/bin/python benchmarks/runner/bench_auto.py --n 1000 --repeat 3 --pools auto threads
+run runner .venv/bin/python benchmarks/runner/bench_runner.py --sizes 10000 --repeat 3 --modes bare off defaults --src "before=$BEFORE/src"
+run service .venv/bin/python benchmarks/service/bench_service.py --duration 30 --concurrency 32 --think 0.5 --judge voice rag --servers default
+run defaults_split .venv/bin/python benchmarks/runner/bench_defaults_split.py --n 5000 --repeat 2
+run ragas .venv/bin/python benchmarks/peers/bench_ragas.py --samples 200 --latency 0.05 --concurrency 32
 echo done | tee -a "$OUT/log.txt"

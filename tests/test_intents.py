@@ -96,7 +96,7 @@ def test_default_recipe_recognises_commands_of_held_out_patterns() -> None:
     """The shipped recipe (all hand-written examples, synthetic commands, embeddings + character
     n-grams) fitted with the odd-index patterns held out, tested on commands of those patterns only
     (phrasings no training command came from). Embeddings and the 5 round-2 examples per intent
-    reached 76.7 % here in benchmarks/bench_intents_synth.py (goal 85 %)."""
+    reached 76.7 % here in benchmarks/offline/bench_intents_synth.py (goal 85 %)."""
     from bqas.intents.training import DEFAULT_PER, TRAIN_SEEDS, VARIANTS, is_synthetic, pattern_subset
     from bqas.intents.training import synthetic_commands as draw
     from bqas.offline.embeddings import get_embedder

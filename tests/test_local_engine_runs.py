@@ -87,7 +87,7 @@ def test_a_scenario_with_a_local_model_runs_the_judge_and_ragas_in_chinese(
 
 
 def _halluqa_gold(path: Path, questions: int) -> Path:
-    """HalluQA (Apache-2.0) as rag_hallucination gold, as benchmarks/calibration/prepare_gold.py makes it:
+    """HalluQA (Apache-2.0) as rag_hallucination gold, as benchmarks/trust/prepare_gold.py makes it:
     leave-one-out facts, one accepted (a right answer) and one rejected (a wrong answer) record per question."""
     rows = []
     with (DATASETS / "hallucination_zh.jsonl").open(encoding="utf-8") as fh:

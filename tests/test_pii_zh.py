@@ -85,7 +85,7 @@ def test_hostile_chinese_text_is_data() -> None:
 
 
 def test_the_chinese_pii_set_recall_and_negatives() -> None:
-    """A floor on the committed test set (benchmarks/bench_pii_zh.py prints the figures)."""
+    """A floor on the committed test set (benchmarks/offline/bench_pii_zh.py prints the figures)."""
     records = [json.loads(line) for line in SET.read_text(encoding="utf-8").splitlines()]
     gold = found = 0
     for rec in records:

@@ -1,6 +1,6 @@
 """Run the offline tier over the prepared gold files and cache its p_reject features (one JSONL per set).
 
-    .venv/bin/python benchmarks/calibration/prepare_gold.py            # -> /tmp/bqas-gold
+    .venv/bin/python benchmarks/trust/prepare_gold.py            # -> /tmp/bqas-gold
     nice .venv/bin/python benchmarks/trust/dump_features.py [--gold DIR] [--out DIR] [SET ...]
 
 Each output line: id, language, tags, the human accept/reject label (``reject``), the offline raw risk

@@ -1,6 +1,6 @@
 """Figures for docs/calibration.md: offline ROC-AUC and the coverage certified at FNR/FPR targets.
 
-    .venv/bin/python benchmarks/calibration/prepare_gold.py
+    .venv/bin/python benchmarks/trust/prepare_gold.py
     nice .venv/bin/python benchmarks/trust/dump_features.py
     nice .venv/bin/python benchmarks/trust/figures.py [--splits 50] [--json out.json]
 

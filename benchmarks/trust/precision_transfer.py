@@ -1,6 +1,6 @@
 """Precision of automatic decisions out of sample: thresholds fitted on permitted DEV sets, applied to MEMERAG.
 
-    .venv/bin/python benchmarks/calibration/prepare_gold.py
+    .venv/bin/python benchmarks/trust/prepare_gold.py
     nice .venv/bin/python benchmarks/trust/dump_features.py
     .venv/bin/python benchmarks/trust/precision_transfer.py [--features DIR] [--json out.json]
 

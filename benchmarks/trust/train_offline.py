@@ -1,6 +1,6 @@
 """Retrain the shipped offline p_reject models from the cached features (reproducible, seeded).
 
-    .venv/bin/python benchmarks/calibration/prepare_gold.py
+    .venv/bin/python benchmarks/trust/prepare_gold.py
     nice .venv/bin/python benchmarks/trust/dump_features.py
     nice .venv/bin/python benchmarks/trust/train_offline.py [--features DIR] [--write]
 

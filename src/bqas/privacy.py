@@ -61,7 +61,7 @@ def redact_text(text: str) -> str:
     """``text`` with every PII finding (de, en and zh rules) masked.
 
     Cached: the same inputs are written several times (the record's ``inputs``, the queue item's
-    ``inputs``, one result per judge), and detection is the expensive part (benchmarks/bench_redaction.py)."""
+    ``inputs``, one result per judge), and detection is the expensive part (benchmarks/service/bench_redaction.py)."""
     from bqas.offline.pii import detect_pii, mask_pii
 
     for language in LANGUAGES:

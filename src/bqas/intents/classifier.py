@@ -16,13 +16,13 @@ Three methods over L2-normalised embeddings (``default_embedder()``, USE multili
 ``logreg`` is the default since the shipped examples grew to 45 per intent (5 hand-written, 40 drawn
 from ``bqas synth``'s offline generator, see :mod:`bqas.intents.training`): on unseen synthetic
 commands it beat centroid by 9 points, and by 11 points when the test patterns were held out too
-(docs/intents.md, benchmarks/bench_intents_synth.py). The character n-grams were added when the
+(docs/intents.md, benchmarks/offline/bench_intents_synth.py). The character n-grams were added when the
 patterns were held out (commands of phrasings no training command came from): embeddings alone reached
 76.7 % there. Two models instead of one on both feature blocks: fitted jointly, the character
 n-grams explained the examples so well that the embedding weights shrank, and examples in one language
 lost their transfer to inputs in another (xSID DEV, English examples: German 0.976 -> 0.795); added as
 log-probabilities the embedding model stays what it was. The weight 1 and ``C`` 20 were chosen on a
-validation split of the training patterns only (benchmarks/bench_intents_synth.py --validate).
+validation split of the training patterns only (benchmarks/offline/bench_intents_synth.py --validate).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The shipped examples file holds the hand-written examples (20 per intent, no ``id``) followed by
 synthetic commands (``id`` ``synth-<intent>-<variant>-<n>``) drawn with :data:`TRAIN_SEEDS` from
 the shipped patterns in five variants (plain, typos, de-AT, de-CH, bavarian, the dialects with typos).
-Benchmarks test with other seeds (benchmarks/bench_intents_synth.py refuses a training seed).
+Benchmarks test with other seeds (benchmarks/offline/bench_intents_synth.py refuses a training seed).
 
 Rebuild the file reproducibly (keeps the hand-written lines, replaces the synthetic ones):
 

@@ -104,7 +104,7 @@ SAFETY_METHODS: frozenset[str] = frozenset({"safety_gate", "pii_gate"})
 
 #: Beside the LLM alone, the safety gate of inputs up to this many characters runs on the event loop;
 #: longer inputs go to a worker thread (see :meth:`JudgeEngine.evaluate`). The rules cost about 4 us per
-#: character (benchmarks/bench_hot_path.py), so at most ~4 ms here: no longer than a worker thread would
+#: character (benchmarks/runner/bench_hot_path.py), so at most ~4 ms here: no longer than a worker thread would
 #: hold the GIL anyway before the loop's turn came (pure-Python and regex work; 5 ms switch interval).
 INLINE_GATE_CHARS = 1_000
 

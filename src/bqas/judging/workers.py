@@ -28,7 +28,7 @@ POOL_MODES = ("auto", "threads", "processes")
 
 #: Environment variable: the smallest number of judgments for which ``auto`` gives a run worker processes.
 PROCESSES_FROM_ENV = "BQAS_OFFLINE_PROCESSES_FROM"
-#: Its default, measured with benchmarks/bench_pool_cutover.py (docs/benchmarks.md): below it, starting
+#: Its default, measured with benchmarks/runner/bench_pool_cutover.py (docs/benchmarks.md): below it, starting
 #: the workers (a fork server, a model load in each) costs more than they save.
 DEFAULT_PROCESSES_FROM = 200
 

@@ -9,7 +9,7 @@ on 429/503; a limit per server caps the requests in flight (halved after a timeo
 and its tokens are counted.
 
 The transport is aiohttp: at the concurrency a judge run needs (64-128 requests in flight) it costs
-about 0.15 ms of CPU per request here, where httpx cost about 3 ms (see benchmarks/bench_engine.py).
+about 0.15 ms of CPU per request here, where httpx cost about 3 ms (see benchmarks/llm/bench_engine.py).
 """
 
 from __future__ import annotations

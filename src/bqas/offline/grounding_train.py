@@ -60,7 +60,7 @@ _KNOTS = 65
 
 @dataclass(frozen=True)
 class Recipe:
-    """What the fit may choose from and how it picks the threshold (``benchmarks/bench_grounding_recipes.py``
+    """What the fit may choose from and how it picks the threshold (``benchmarks/offline/bench_grounding_recipes.py``
     compares recipes by nested leave-one-dataset-out figures; the shipped one is :data:`SHIPPED`)."""
 
     number: int

@@ -2,7 +2,7 @@
 
 Cosine similarity of the query and answer embeddings, mapped to the 1-5 relevance scale by a
 piecewise-linear table (:data:`RELEVANCE_TABLE`). The table is calibrated on measured data
-(``benchmarks/bench_relevance_mapping.py``; figures in ``docs/offline-judge.md``): its knots are
+(``benchmarks/offline/bench_relevance_mapping.py``; figures in ``docs/offline-judge.md``): its knots are
 quantiles of the similarity of mismatched query/answer pairs (relevance 1-2) and of matched pairs (3-5).
 
 The answer's similarity is ``max(whole-answer cosine, best-sentence cosine)`` so that a long answer whose

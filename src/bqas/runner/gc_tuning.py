@@ -3,7 +3,7 @@
 A judgment allocates many short-lived container objects (result models, dicts, aiohttp's request and
 response objects). With CPython's default threshold (a young-generation collection every 700 net
 allocations) a 10,000-sample run spent 0.03 ms of CPU per sample in the cyclic garbage collector, 0.012-
-0.014 ms with this setting (``benchmarks/bench_gc.py``; 0.08-0.09 ms before the safety gate stopped
+0.014 ms with this setting (``benchmarks/runner/bench_gc.py``; 0.08-0.09 ms before the safety gate stopped
 importing NumPy and the grounding modules, which made every full collection longer; docs/benchmarks.md,
 round 5). Almost all of these objects are freed by reference counting anyway; the collector is only
 needed for cycles, which a larger threshold still collects, later.
