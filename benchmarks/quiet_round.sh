@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The end-of-round re-measurements of docs/benchmarks.md ("On a quiet machine"), one after the other, on a
+# The headline measurements of docs/benchmarks.md, one after the other, on a
 # machine nothing else is using. BEFORE: a worktree of the commit the round started from
 # (git worktree add /tmp/before <commit>); OUT: a folder for one text file per benchmark and log.txt.
 #   benchmarks/quiet_round.sh /tmp/before /tmp/quiet
