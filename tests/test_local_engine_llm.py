@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from bqas.judging.engine import EngineOptions, JudgeEngine
+from bqas.judging.llm_confidence import from_logprobs
 from bqas.judging.offline import OfflineJudge
 from bqas.judging.parse import parse_reply
 from bqas.judging.render import render_prompt
@@ -26,7 +27,6 @@ from bqas.llm.client import LLMClient, LLMConfig, LLMError
 from bqas.llm.local import LocalEngine
 from bqas.llm.servers import traits_for
 from bqas.offline.embeddings import HashingEmbedder
-from bqas.trust.llm import from_logprobs
 
 VOICE = {
     "user_input": "Remind me tomorrow about the conference",

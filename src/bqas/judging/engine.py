@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bqas.judging.dispatch import OfflineDispatch
 from bqas.judging.exchange import EXAMPLES_LIMIT, attempt_entry, bounded, failed_entry
+from bqas.judging.llm_confidence import from_logprobs, from_samples
 from bqas.judging.manipulation import apply_manipulation, find_manipulation
 from bqas.judging.offline import OfflineJudge, TierOutput, offline_tier
 from bqas.judging.policy import apply_policy
@@ -31,7 +32,6 @@ from bqas.judging.spec import JudgeRegistry, JudgeSpec
 from bqas.judging.timing import start_waits, stop_waits
 from bqas.judging.workers import executor, pool_mode, submit_cpu
 from bqas.settings import check_language
-from bqas.trust.llm import from_logprobs, from_samples
 from bqas.trust.profile import CalibrationProfile
 
 if TYPE_CHECKING:

@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from bqas.judging.policy import apply_policy
 from bqas.judging.result import TierConfidence
 
 if TYPE_CHECKING:
@@ -84,8 +85,6 @@ def _alternatives(
 
 
 def _failed(spec: JudgeSpec, values: Mapping[str, Any]) -> bool:
-    from bqas.judging.policy import apply_policy
-
     assert spec.scoring is not None
     return apply_policy(values, spec.scoring, spec.dimensions).verdict == "failed"
 
