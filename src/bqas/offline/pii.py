@@ -34,31 +34,14 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
 
+from bqas.offline.pii_types import KINDS, PiiFinding
 from bqas.offline.text.literals import LiteralScan, Prefilter, Requirement, fold_case, required_literals
 
 __all__ = ["KINDS", "PiiFinding", "detect_pii", "mask_pii"]
 
-KINDS: tuple[str, ...] = ("email", "phone", "iban", "address", "person")
-
 # When two findings overlap, the one whose kind comes first wins (an e-mail address contains a name, a
 # street such as "Karl-Marx-Straße 5" contains a first name).
 _PRIORITY = {kind: rank for rank, kind in enumerate(KINDS)}
-
-
-@dataclass(frozen=True)
-class PiiFinding:
-    """One piece of personal data found in a text.
-
-    ``start``/``end`` are character offsets into the analysed text (``end`` exclusive), so
-    ``text[start:end] == finding.text``.
-    """
-
-    kind: str
-    text: str
-    start: int
-    end: int
-    method: str
-    confidence: float
 
 
 # ---------------------------------------------------------------------------------------------------

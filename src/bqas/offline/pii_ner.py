@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from bqas.offline.pii_types import PiiFinding
 from bqas.offline.zh_ner import ZhEntity, zh_entities
-
-if TYPE_CHECKING:
-    from bqas.offline.pii import PiiFinding
 
 # Titles and roles LAC keeps inside a PER span; the name is what precedes them.
 _TITLES = ("同学", "老师", "先生", "女士", "小姐", "家长", "校长", "主任", "教授", "医生", "妈妈", "爸爸", "同志", "君")
@@ -68,8 +65,6 @@ def _place_groups(entities: list[ZhEntity], text: str) -> list[tuple[int, int]]:
 
 def ner_findings(text: str, surnames: Sequence[str]) -> tuple[list[PiiFinding], list[tuple[int, int]]]:
     """(findings, spans that veto regex name hits) for ``text``; both empty when the model is off."""
-    from bqas.offline.pii import PiiFinding
-
     entities = zh_entities(text)
     findings: list[PiiFinding] = []
     vetoes: list[tuple[int, int]] = [(e.start, e.end) for e in entities if e.kind == "ORG"]
