@@ -15,7 +15,7 @@ from bqas.judging.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.runner.execute import execute_run
 from bqas.runner.gc_tuning import RUN_GEN0_THRESHOLD, fewer_collections
-from bqas.runner.run import new_event_loop
+from bqas.runner.loop import new_event_loop
 from bqas.runner.scenario import load_scenario
 from bqas.store.db import open_store
 from bqas.testing.scripted_llm import Reply, ScriptedLLM

@@ -18,7 +18,7 @@ from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.runner.execute import execute_run
-from bqas.runner.run import new_event_loop
+from bqas.runner.loop import new_event_loop
 from bqas.runner.scenario import load_scenario
 from bqas.store.db import _without, open_store
 from bqas.testing.scripted_llm import Reply, ScriptedLLM

@@ -24,7 +24,7 @@ def dry_run(
     """Count a scenario's samples, LLM calls and prompt tokens and price them; nothing is stored or sent."""
     from bqas.judging.factory import build_engine, llm_model_name, local_model
     from bqas.runner.dry_run import LLMPlan, estimate_run
-    from bqas.runner.run import RunRequest, llm_overrides
+    from bqas.runner.request import RunRequest, llm_overrides
     from bqas.runner.scenario import ScenarioError, load_scenario
     from bqas.settings import get_settings
 

@@ -227,7 +227,8 @@ def run_scenario(
     allow_dataset_outside: bool = False,
 ) -> None:
     """Implementation of ``bqas run``."""
-    from bqas.runner.run import RunRequest, execute
+    from bqas.runner.request import RunRequest
+    from bqas.runner.run import execute
     from bqas.settings import get_settings
 
     if backend is not None and backend not in ("auto", "llm", "offline"):

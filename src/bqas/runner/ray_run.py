@@ -24,16 +24,15 @@ import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bqas.runner.execute import Result, RunFailed, WorkItem, judge_work, pending_items, persist_batch
+from bqas.runner.loop import new_event_loop, progress_bar
 from bqas.runner.ray_pool import ActorPool, ClusterLost, cause, drive
+from bqas.runner.request import RunRequest, engine_for, llm_overrides, memory_examples
 from bqas.runner.scenario import Scenario, ScenarioError
 from bqas.settings import Settings
 from bqas.store.db import Store
-
-if TYPE_CHECKING:
-    from bqas.runner.run import RunRequest
 
 NAMESPACE = "bqas"
 
@@ -156,7 +155,6 @@ class JudgeWorker:
         memory_examples_k: int | None,
     ) -> None:
         from bqas.judging.workers import WORKERS_ENV
-        from bqas.runner.run import _engine_for, _memory_examples, new_event_loop
         from bqas.store.db import open_store
 
         # One CPU per actor (num_cpus=1): one offline worker thread, not one per core of the node.
@@ -170,10 +168,10 @@ class JudgeWorker:
         # its own: Ray may call actor methods from a thread that already runs a loop.
         self.loop = new_event_loop()
         threading.Thread(target=self.loop.run_forever, name="bqas-judge-loop", daemon=True).start()
-        self.engine = _engine_for(scenario, request, settings, stored)
+        self.engine = engine_for(scenario, request, settings, stored)
         self.store = open_store(database_url)
         if review_tenant is not None and memory_examples_k and self.engine.llm is not None:
-            self.engine.options.examples = _memory_examples(self.store, review_tenant, memory_examples_k)
+            self.engine.options.examples = memory_examples(self.store, review_tenant, memory_examples_k)
 
     def pid(self) -> int:
         """This actor's process id (tests kill it)."""
@@ -221,8 +219,6 @@ def run_on_ray(
     done_repeats: Mapping[int, set[str]] | None = None,
 ) -> int:
     """Judge the run's pending items on Ray; returns how many work items were judged in this call."""
-    from bqas.runner.run import llm_overrides, progress_bar
-
     plan = ray_plan(request, scenario)
     started = _connect(plan)
     try:

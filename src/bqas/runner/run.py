@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import signal
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bqas.judging.engine import ExamplesProvider, JudgeEngine
-from bqas.judging.factory import LLMOverrides, build_engine
+from bqas.judging.engine import JudgeEngine
 from bqas.review.settings import get_review_settings
 from bqas.runner.dataset import count_items
 from bqas.runner.execute import RunFailed, execute_run, new_run_id, repeat_count, work_items
 from bqas.runner.gc_tuning import fewer_collections
 from bqas.runner.lease import RunLease
+from bqas.runner.loop import new_event_loop, progress_bar
+from bqas.runner.request import RunRequest, engine_for, memory_examples
 from bqas.runner.scenario import Scenario, ScenarioError, load_scenario, scenario_fingerprint
 from bqas.runner.summary import RunSummary, ThresholdResult, check_thresholds, cost_estimate, summarize
 from bqas.settings import Settings
@@ -28,32 +26,6 @@ from bqas.store.db import Store
 if TYPE_CHECKING:
     from bqas.targets.config import Target
     from bqas.targets.stage import TargetStage
-
-
-@dataclass
-class RunRequest:
-    """What the user asked for on the command line."""
-
-    scenario_path: Path | None = None
-    resume: str | None = None
-    out_dir: Path | None = None
-    backend: str | None = None
-    language: str | None = None
-    concurrency: int | None = None
-    overrides: LLMOverrides = field(default_factory=LLMOverrides)
-    baseline: str | None = None
-    progress: bool = True
-    # Called with (run id, out folder, resuming) as soon as the run is known, before any judging.
-    on_start: Callable[[str, Path, bool], None] | None = None
-    profiles: list[Path] = field(default_factory=list)  # --profile (besides the scenario's profiles)
-    # Read a dataset that lies outside the scenario's folder and the working directory (bqas.runner.scenario).
-    allow_dataset_outside: bool = False
-    ray: str | None = None  # --ray ADDRESS|auto|local: judge on a Ray cluster (overrides the scenario's ray:)
-    ray_workers: int | None = None  # --ray-workers: judge actors (default: the scenario's, else the cluster's CPUs)
-    ray_placement_timeout: float | None = None  # --ray-placement-timeout (else the scenario's ray.placement_timeout)
-    repeats: int | None = None  # --repeats (else the scenario's `repeats`)
-    target: str | None = None  # --target FILE|YAML: the assistant under test (instead of the scenario's target:)
-    reuse_target_replies: str | None = None  # --reuse-target-replies RUN_ID: judge that run's replies again
 
 
 @dataclass
@@ -102,47 +74,6 @@ def _scenario_for(request: RunRequest, store: Store) -> tuple[Scenario, str, boo
             raise ScenarioError(f"--repeats: expected at least 1, got {request.repeats}")
         scenario.repeats = request.repeats
     return scenario, new_run_id(), False
-
-
-def _engine_for(
-    scenario: Scenario, request: RunRequest, settings: Settings, stored: dict[str, Any] | None
-) -> JudgeEngine:
-    backend = (stored or {}).get("backend") or request.backend or scenario.backend
-    overrides = llm_overrides(scenario, request)
-    engine = build_engine(
-        settings,
-        backend=backend,  # type: ignore[arg-type]  # validated by the scenario model
-        language=request.language or scenario.language,
-        overrides=overrides,
-    )
-    # Trust or escalate: profiles from the scenario, --profile, or (on resume) those the run started with.
-    paths = [Path(p) for p in (stored or {}).get("profiles") or []] or [*scenario.profile_paths(), *request.profiles]
-    if paths:
-        from bqas.trust.load import load_profiles
-
-        engine.options.profiles = load_profiles(paths, engine, scenario.judges)
-    return engine
-
-
-def llm_overrides(scenario: Scenario, request: RunRequest) -> LLMOverrides:
-    """The LLM settings of a run: the command line's, else the scenario's (the API key from its variable)."""
-    o = request.overrides
-    llm = scenario.llm
-    # A server or model on the command line replaces the scenario's (either kind).
-    from_cli = o.base_url is not None or o.gguf is not None
-    return LLMOverrides(
-        base_url=o.base_url or (None if from_cli else llm.base_url),
-        gguf=o.gguf or (None if from_cli else scenario.gguf_path()),
-        n_ctx=o.n_ctx or llm.n_ctx,
-        threads=o.threads or llm.threads,
-        slots=o.slots or llm.slots,
-        model=o.model or llm.model,
-        api_key=o.api_key or (os.environ.get(llm.api_key_env) if llm.api_key_env else None),
-        structured_output=o.structured_output or llm.structured_output,
-        concurrency=o.concurrency or llm.concurrency,
-        cache=o.cache,
-        temperature=llm.temperature,
-    )
 
 
 def _briefs(engine: JudgeEngine) -> list[dict[str, Any]]:
@@ -305,7 +236,7 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
         from bqas.runner.ray_run import check_cluster
 
         check_cluster(request, scenario)
-    engine = _engine_for(scenario, request, settings, stored)
+    engine = engine_for(scenario, request, settings, stored)
     total = sum(repeat_count(w, scenario) for w in work_items(scenario))
     if not (request.ray or scenario.ray is not None):  # on Ray the actors judge, not this process
         engine.start_loading(samples=total)  # a large run gets worker processes (BQAS_OFFLINE_POOL=auto)
@@ -368,7 +299,7 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
         review = get_review_settings()
         tenant = review.local_tenant if review.review else None
         if tenant is not None and review.memory_examples and engine.llm is not None:
-            engine.options.examples = _memory_examples(store, tenant, review.memory_examples_k)
+            engine.options.examples = memory_examples(store, tenant, review.memory_examples_k)
         try:
             if request.ray or scenario.ray is not None:
                 from bqas.runner.ray_pool import ClusterLost
@@ -456,57 +387,6 @@ def _out_dir(request: RunRequest, run_id: str, stored: Mapping[str, Any] | None)
     if stored and stored.get("out_dir"):
         return Path(str(stored["out_dir"]))
     return Path("runs") / run_id
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop where available (less CPU per request at high concurrency), else asyncio's loop."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
-
-
-def _memory_examples(store: Store, tenant: str, k: int) -> ExamplesProvider:
-    """Similar human-reviewed cases from the review memory as calibration examples for the LLM judge."""
-    from bqas.review.memory import calibration_examples
-
-    async def provide(judge: str, values: Mapping[str, Any], language: str) -> str:
-        return await asyncio.to_thread(calibration_examples, store, tenant, judge, values, k, language=language)
-
-    return provide
-
-
-@contextmanager
-def progress_bar(name: str, total: int, done: int) -> Iterator[Callable[[int], None]]:
-    """The run's progress bar (samples done of total, rate, ETA); yields ``advance(n)``."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}/s"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, transient=False) as progress:
-        task = progress.add_task(name, total=total, completed=done, rate="–")
-
-        def advance(n: int) -> None:
-            progress.advance(task, n)
-            speed = progress.tasks[task].speed
-            progress.update(task, rate=f"{speed:.1f}" if speed else "–")
-
-        yield advance
 
 
 def _run_with_progress(

@@ -218,7 +218,7 @@ class _Session:
 
         with self._lock:
             if self._loop is None:
-                from bqas.runner.run import new_event_loop
+                from bqas.runner.loop import new_event_loop
 
                 self._loop = new_event_loop()
                 self._thread = threading.Thread(target=self._loop.run_forever, name="bqas-judge", daemon=True)
