@@ -7,6 +7,7 @@ built. The configuration as written (with the ``${…}`` unexpanded) is what a r
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -40,6 +41,18 @@ def expand_env(text: str, where: str) -> str:
     return _ENV.sub(value, text)
 
 
+@functools.lru_cache(maxsize=256)
+def compile_path(path: str, where: str = "outputs") -> Any:
+    """The compiled JSONPath query of an ``outputs`` path (checked when a target loads, used again when a
+    reply is mapped, :mod:`bqas.targets.mapping`); a syntax error raises naming ``where``."""
+    import jsonpath_rfc9535
+
+    try:
+        return jsonpath_rfc9535.compile(path)
+    except jsonpath_rfc9535.JSONPathError as exc:
+        raise TargetConfigError(f"{where}: invalid JSONPath {path!r}: {exc}") from None
+
+
 def env_names(value: Any) -> set[str]:
     """The variables ``${…}`` refers to anywhere in ``value`` (strings, lists, mappings)."""
     if isinstance(value, str):
@@ -68,8 +81,6 @@ class _Outputs(BaseModel):
     @field_validator("outputs")
     @classmethod
     def _paths(cls, value: dict[str, str]) -> dict[str, str]:
-        from bqas.targets.mapping import compile_path
-
         for name, path in value.items():
             if not name or not name.replace("_", "a").isalnum():
                 raise ValueError(f"outputs: {name!r} is not a field name")

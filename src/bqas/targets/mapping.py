@@ -7,29 +7,17 @@ nothing, and a missing ``response`` makes the reply unmappable.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from bqas.targets.config import TargetConfigError, expand_env
+from bqas.targets.config import compile_path, expand_env
 
 _FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class UnmappableReply(ValueError):
     """The reply holds no value where ``outputs`` points (or a value of the wrong kind)."""
-
-
-@functools.lru_cache(maxsize=256)
-def compile_path(path: str, where: str = "outputs") -> Any:
-    """The compiled JSONPath query; a syntax error raises naming ``where``."""
-    import jsonpath_rfc9535
-
-    try:
-        return jsonpath_rfc9535.compile(path)
-    except jsonpath_rfc9535.JSONPathError as exc:
-        raise TargetConfigError(f"{where}: invalid JSONPath {path!r}: {exc}") from None
 
 
 def map_outputs(reply: Any, outputs: Mapping[str, str]) -> dict[str, Any]:
