@@ -6,7 +6,8 @@ recolour, retitle or clear the user's terminal. :func:`printable` escapes C0 and
 sees), the Unicode line and paragraph separators and lone surrogates. Everything else, other scripts
 included, stays as it is. :func:`console_text` additionally escapes Rich markup, for tables and
 ``console.print``. Loggers from :func:`bqas.logs.get_logger` apply :func:`printable` to every message.
-:func:`html_value` is what the HTML pages (report, viewer, review) do to every value they show.
+:func:`html_value` is what the HTML pages (report, viewer, review) do to every value they show;
+:func:`clean_text` escapes only what XML and HTML cannot carry at all (JUnit files, HTML pages).
 """
 
 from __future__ import annotations
@@ -32,6 +33,18 @@ def printable(value: object) -> str:
     """``str(value)`` with every control, bidi-control and surrogate character written as an escape."""
     text = value if isinstance(value, str) else str(value)
     return _UNSAFE.sub(_escape, text)
+
+
+# Characters XML 1.0 does not allow at all (C0 controls other than tab/newline/CR, lone surrogates,
+# U+FFFE/U+FFFF). Even as character references they make the document ill-formed, so they are
+# replaced by a visible escape such as ``\x00``: the reader still sees that something was there.
+_INVALID_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def clean_text(value: object) -> str:
+    """``str(value)`` with the characters XML/HTML cannot carry replaced by a visible ``\\xNN`` escape."""
+    text = value if isinstance(value, str) else str(value)
+    return _INVALID_XML_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 # Bidi embeddings, overrides and isolates (U+202A-E, U+2066-9): raw, one in a sample id or an answer
@@ -60,8 +73,6 @@ def html_value(value: object) -> object:
     markup that is already safe (macro output) and non-strings as they are."""
     from markupsafe import Markup
 
-    from bqas.report.junit import clean_text
-
     if isinstance(value, str) and not isinstance(value, Markup):
         return bidi_isolated(clean_text(value))
     return value
@@ -72,8 +83,6 @@ def form_value(value: object) -> object:
     escaped but otherwise as it is: isolation characters or escapes added there would be submitted and
     stored. A form control is a box of its own, so its text cannot reorder the page around it."""
     from markupsafe import Markup, escape
-
-    from bqas.report.junit import clean_text
 
     if value is None or isinstance(value, Markup):
         return value

@@ -6,7 +6,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from bqas.report.junit import clean_text
+from bqas.textsafe import clean_text
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1100px;color:#1d232a;

@@ -12,7 +12,6 @@ number of judges, not the number of records.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,12 +20,9 @@ from pathlib import Path
 from typing import IO, Any
 from xml.sax.saxutils import escape
 
-__all__ = ["as_list", "clean_text", "write_junit"]
+from bqas.textsafe import clean_text
 
-# Characters XML 1.0 does not allow at all (C0 controls other than tab/newline/CR, lone surrogates,
-# U+FFFE/U+FFFF). Even as character references they make the document ill-formed, so they are
-# replaced by a visible escape such as ``\x00``: the reader still sees that something was there.
-_INVALID_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+__all__ = ["as_list", "write_junit"]
 
 # Attribute values are normalised by XML parsers (newlines and tabs become spaces) unless escaped.
 _ATTR_ENTITIES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
@@ -36,12 +32,6 @@ _MAX_MESSAGE_CHARS = 500
 
 _PASS_VERDICTS = frozenset({"production_ready"})
 _FAIL_VERDICTS = frozenset({"failed"})
-
-
-def clean_text(value: object) -> str:
-    """``str(value)`` with the characters XML/HTML cannot carry replaced by a visible ``\\xNN`` escape."""
-    text = value if isinstance(value, str) else str(value)
-    return _INVALID_XML_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def as_list(value: Any) -> list[Any]:
