@@ -143,7 +143,7 @@ class EmbeddingIntentClassifier:
         from bqas.intents.charfeatures import N_FEATURES, NGRAM_RANGE
 
         head = (
-            "v3",  # round 3: embedding and character models fitted apart
+            "v3",  # the cached models' layout: embedding and character models fitted apart
             self.embedder.name,
             self.method,
             str(LOGREG_C),

@@ -49,9 +49,9 @@ def _ms_since(start: float) -> float:
 
 @functools.cache
 def _llm_modules() -> tuple[ModuleType, ModuleType]:
-    """The reply parser's and the LLM client's modules, imported once: an import statement in the
-    judgment's path costs about 1 us even when the module is loaded (issue 15: the runner's CPU per
-    sample). Their names are read from the modules at each use, so a patched name is seen."""
+    """The reply parser's and the LLM client's modules, imported once: an import statement costs about
+    1 us per judgment on this path even when the module is loaded, and the path runs for every sample.
+    Their names are read from the modules at each use, so a patched name is seen."""
     import bqas.judging.parse
     import bqas.llm.client
 

@@ -211,7 +211,8 @@ def parse_reply(text: str, schema: dict[str, Any]) -> ParseOutcome:
     warnings: list[str] = []
     replaced = False
     # Else the value has none: repairing would rebuild it for nothing. An ASCII reply without a "\u" escape
-    # cannot hold one, which is checked faster than the search (most replies; issue 15's hot path).
+    # cannot hold one, which is checked faster than the search; most replies are such, and every judgment's
+    # reply passes here.
     raw = text or ""
     if not (raw.isascii() and "\\u" not in raw) and may_hold_surrogates(raw):
         try:

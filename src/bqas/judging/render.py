@@ -72,7 +72,8 @@ def _compiled(template: str, language: str) -> tuple[tuple[tuple[str, str | None
     """(literal, placeholder) pieces of ``template``, the system message and the prompt hash.
 
     Cached: parsing the template, formatting the system message and hashing both on every judgment
-    were a measurable part of the runner's per-sample CPU (issue 15)."""
+    would be a measurable part of the runner's CPU per sample (``render_prompt`` in
+    ``benchmarks/runner/spy_shares.py``'s breakdown of a run)."""
     frame = frame_texts(language)
     pieces = tuple((literal, name) for literal, name, _spec, _conv in string.Formatter().parse(template))
     system = frame["system"].format(

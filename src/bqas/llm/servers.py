@@ -32,7 +32,7 @@ class InFlight:
     async def __aenter__(self) -> None:
         if not self._waiting and self.active < self.limit:
             # A free slot and nobody waiting: taken without the condition's lock (one event loop, no await
-            # between the check and the count), which cost a few microseconds per request (issue 15).
+            # between the check and the count), which costs a few microseconds per request.
             self.active += 1
             return
         self._waiting += 1

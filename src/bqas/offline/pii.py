@@ -548,7 +548,8 @@ def _tokens(text: str) -> list[_Tok]:
 
 
 # The word predicates below are pure functions of the word and run several times per token; texts repeat
-# their words, so they are remembered (they were a third of detect_pii's cost on German RAG text, issue 15).
+# their words, so they are remembered (unremembered, they were a third of detect_pii's cost on German RAG
+# text).
 @lru_cache(maxsize=16384)
 def _is_cap(word: str) -> bool:
     """Capitalised like a name: ``Müller``, ``McDonald``, ``O'Brien``, not ``SPD``, not ``iPhone``."""

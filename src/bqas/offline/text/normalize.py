@@ -99,7 +99,8 @@ def _deleting(chars: set[str]) -> dict[int, None]:
 def strip_invisible(text: str) -> str:
     """``text`` without format controls, combining marks and blank letters (after NFKC, see module doc)."""
     # Decide per distinct character, not per character: a 3,000-character answer has a hundred or so
-    # distinct ones, and the per-character category look-up was most of the safety gate's cost (issue 15).
+    # distinct ones, and a category look-up per character would be most of the safety gate's cost on long
+    # answers (benchmarks/offline/bench_safety_gate.py times the gate by answer length).
     if text.isascii():
         return text  # no ASCII character is a format control, a combining mark or a blank letter
     chars = set(text)

@@ -1,4 +1,4 @@
-"""The viewer's data (issue 17): the LLM exchange of a judgment (replies, tokens, latency, cache hits per
+"""The viewer's data: the LLM exchange of a judgment (replies, tokens, latency, cache hits per
 attempt) in its own column, read by the sample page only (results stored before have none); and the
 settled samples of runs judged with ``--repeats`` (canonical record, spread, straddle flag), so the viewer
 pages per sample (runs finished before are settled when the viewer first opens them).

@@ -1,4 +1,4 @@
-"""The viewer's common filters as indexed columns (issue 17): a result's trust-or-escalate ``decision``,
+"""The viewer's common filters as indexed columns: a result's trust-or-escalate ``decision``,
 its ``intent`` and whether it was ``escalated`` are copied out of the record (the JSON stays the source),
 and (run, field, seq) indexes serve the verdict, decision, language, intent, escalated and unscored
 filters, their counts and the default order without reading the records. Existing rows are filled here.
