@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from bqas.judging.dispatch import OfflineDispatch
@@ -38,24 +38,13 @@ if TYPE_CHECKING:
     # The LLM client (aiohttp) and the reply parser (jsonschema) load with the first LLM call: an offline
     # run or service never imports them (a tenth of a second or more of every start).
     from bqas.judging.parse import ParseOutcome
-    from bqas.llm.client import LLMClient, LLMError, ReplyTooLarge
+    from bqas.llm.client import LLMClient
 
 BackendChoice = Literal["auto", "llm", "offline"]
 
 
 def _ms_since(start: float) -> float:
     return (time.perf_counter() - start) * 1000
-
-
-@functools.cache
-def _llm_modules() -> tuple[ModuleType, ModuleType]:
-    """The reply parser's and the LLM client's modules, imported once: an import statement costs about
-    1 us per judgment on this path even when the module is loaded, and the path runs for every sample.
-    Their names are read from the modules at each use, so a patched name is seen."""
-    import bqas.judging.parse
-    import bqas.llm.client
-
-    return bqas.judging.parse, bqas.llm.client
 
 
 @functools.cache
@@ -184,7 +173,7 @@ class JudgeEngine:
         threads (None when there is nothing to load here). With an LLM tier, the reply parser and its
         libraries are imported here, before the run, rather than by the first judgment."""
         if self.tiers[1]:
-            _llm_modules()
+            importlib.import_module("bqas.judging.parse")  # and jsonschema, before the run
         if not self.tiers[0]:
             return None
         if samples is not None:
@@ -350,13 +339,13 @@ class JudgeEngine:
                 else "the server gave no token log-probabilities"
             )
             return TierConfidence(model=model, reason=f"{why}; set confidence samples k > 0 to sample instead")
-        llm_error: type[LLMError] = _llm_modules()[1].LLMError
+        from bqas.llm.client import LLMError
 
         try:
             replies = await self.llm.sample(
                 messages, k, schema=spec.schema, schema_name=spec.name, max_tokens=spec.max_tokens
             )
-        except llm_error as exc:
+        except LLMError as exc:
             result.llm_calls += exc.calls
             return TierConfidence(model=model, reason=f"sampling failed: {exc}")
         if result.exchange is not None:  # the k sampled replies behind the LLM tier's p_reject
@@ -392,10 +381,9 @@ class JudgeEngine:
                 messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{block}"}
                 exchange["examples"] = bounded(block, EXAMPLES_LIMIT)
 
-        parse_module, client_module = _llm_modules()
-        parse_reply: Callable[[str, dict[str, Any]], ParseOutcome] = parse_module.parse_reply
-        llm_error: type[LLMError] = client_module.LLMError
-        too_large: type[ReplyTooLarge] = client_module.ReplyTooLarge
+        from bqas.judging.parse import parse_reply
+        from bqas.llm.client import LLMError, PromptTooLong, ReplyTooLarge
+
         parsed: dict[str, ParseOutcome] = {}
 
         def parse(text: str) -> ParseOutcome:
@@ -421,7 +409,7 @@ class JudgeEngine:
                     use_cache=not fresh,
                     max_tokens=spec.max_tokens,
                 )
-            except llm_error as exc:
+            except LLMError as exc:
                 # Every request sent counts, also those that timed out or failed (the cost is real).
                 result.llm_calls += exc.calls
                 result.prompt_tokens += exc.prompt_tokens
@@ -431,11 +419,11 @@ class JudgeEngine:
                     failed_entry(str(exc), exc.calls, exc.prompt_tokens, exc.completion_tokens, _ms_since(asked))
                 )
                 # A runaway reply is the judge's fault, not an unreachable server (no 503, no retry).
-                prefix = "judge reply refused" if isinstance(exc, too_large) else "LLM unavailable"
-                if isinstance(exc, client_module.PromptTooLong):
+                prefix = "judge reply refused" if isinstance(exc, ReplyTooLarge) else "LLM unavailable"
+                if isinstance(exc, PromptTooLong):
                     # The inputs are too long for this model: a property of the sample, not an outage.
                     prefix = "judge prompt too long"
-                    exc = client_module.PromptTooLong(
+                    exc = PromptTooLong(
                         f"{exc}. Give the model more context (a local model: llm.n_ctx or BQAS_LLM_GGUF_CTX) "
                         f"or shorten the inputs (BQAS_MAX_FIELD_CHARS, now {self.options.max_field_chars})"
                     )
