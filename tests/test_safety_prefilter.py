@@ -222,5 +222,3 @@ def test_character_memos_stay_bounded() -> None:
     assert fold_case(text) == "".join(chr(literals._FoldTable.__missing__(literals._FOLD, ord(ch))) for ch in text)
     normalize.rule_view(text)
     assert len(literals._FOLD) <= literals._FOLD_MAX and len(literals._LOWER_FOLDS) <= literals._LOWER_FOLDS_MAX
-    assert len(normalize._SHOWN) + len(normalize._HIDDEN) <= normalize._KNOWN_MAX
-    assert len(normalize._PLAIN) <= normalize._KNOWN_MAX

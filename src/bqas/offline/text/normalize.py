@@ -77,18 +77,10 @@ def _visible(ch: str) -> bool:
     return unicodedata.category(ch) not in ("Cf", "Mn")
 
 
-# Characters already classified (answers reuse the same hundred or so); bounded, so that text made of
-# every Unicode character cannot grow them without limit.
-_SHOWN: set[str] = set()
-_HIDDEN: set[str] = set()
-_KNOWN_MAX = 65536
 # Python's \w is exactly str.isalnum() plus "_" (tests check every code point), so this deletes what
 # compact_view drops in one C pass; ASCII text is faster still through a deletion table.
 _NOT_ALNUM_RE = re.compile(r"[\W_]+")
 _ASCII_NOT_ALNUM = dict.fromkeys(code for code in range(128) if not chr(code).isalnum())
-# Characters known to be visible and no confusable (most texts are made only of them: then steps 3 and 4
-# have nothing to do), and bounded like _SHOWN.
-_PLAIN: set[str] = set()
 
 
 def _deleting(chars: set[str]) -> dict[int, None]:
@@ -103,16 +95,7 @@ def strip_invisible(text: str) -> str:
     # answers (benchmarks/offline/bench_safety_gate.py times the gate by answer length).
     if text.isascii():
         return text  # no ASCII character is a format control, a combining mark or a blank letter
-    chars = set(text)
-    if chars <= _SHOWN:
-        return text
-    hidden = chars & _HIDDEN
-    for ch in chars - _SHOWN - _HIDDEN:
-        shown = _visible(ch)
-        if not shown:
-            hidden.add(ch)
-        if len(_SHOWN) + len(_HIDDEN) < _KNOWN_MAX:
-            (_SHOWN if shown else _HIDDEN).add(ch)
+    hidden = {ch for ch in set(text) if not _visible(ch)}
     return text.translate(_deleting(hidden)) if hidden else text
 
 
@@ -121,10 +104,7 @@ def rule_view(text: str) -> str:
     if not text:
         return ""
     if not text.isascii():  # ASCII has no surrogates, nothing NFKC changes, nothing hidden, no confusables
-        text = unicodedata.normalize("NFKC", _SURROGATE_RE.sub("\ufffd", text))
-        chars = set(text)
-        if not chars <= _PLAIN:
-            text = _unhide(text, chars)
+        text = _unhide(unicodedata.normalize("NFKC", _SURROGATE_RE.sub("\ufffd", text)))
         if _HAN_RE.search(text):
             text = str(_t2s().convert(text))
     if "  " in text or _ODD_SPACE_RE.search(text):  # else every run of spaces is one " " already
@@ -132,19 +112,17 @@ def rule_view(text: str) -> str:
     return text
 
 
-def _unhide(text: str, chars: set[str]) -> str:
-    """Steps 3 and 4 on ``text`` (its characters ``chars``): invisible characters deleted, confusables
-    folded to ASCII."""
+def _unhide(text: str) -> str:
+    """Steps 3 and 4 on ``text``: invisible characters deleted, confusables folded to ASCII (decided per
+    distinct character)."""
     table = _confusable_table()
     hidden: set[str] = set()
     confusable: list[str] = []
-    for ch in chars - _PLAIN:
+    for ch in set(text):
         if not _visible(ch):
             hidden.add(ch)
         elif ord(ch) in table:
             confusable.append(ch)
-        elif len(_PLAIN) < _KNOWN_MAX:
-            _PLAIN.add(ch)
     if hidden:
         text = text.translate(_deleting(hidden))
     # Replace only the confusables present (usually none): translate() would look up every character.
