@@ -28,7 +28,7 @@ def test_score_stdin_offline_prints_a_result_record(bqas_home: Path) -> None:
 
 
 def test_score_loads_models_before_the_clock_and_says_so(bqas_home: Path) -> None:
-    # One `bqas score` reported the model load (6,248 ms) as the judgment's latency_ms (issue 18).
+    # One `bqas score` reported the model load (6,248 ms) as the judgment's latency_ms.
     result = CliRunner().invoke(app, ["score", "-j", "voice", "--backend", "offline", "-"], input=json.dumps(SAMPLE))
     assert result.exit_code == 0, result.output
     assert "loaded the offline models in" in result.stderr and "not counted in latency_ms" in result.stderr

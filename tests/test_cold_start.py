@@ -1,4 +1,4 @@
-"""Cold start: what a new ``bqas`` process imports (issue 15 item 6). Import sets, not timings: a module
+"""Cold start: what a new ``bqas`` process imports. Import sets, not timings: a module
 that is not imported costs nothing on any machine, and a test on them cannot be flaky."""
 
 from __future__ import annotations

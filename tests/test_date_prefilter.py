@@ -1,5 +1,5 @@
 """The date extractor's pre-filter (patterns whose required literals are absent do not run) gives exactly
-the dates and the blanked text of running every pattern (issue 15: the RAG judge's CPU)."""
+the dates and the blanked text of running every pattern (less of the RAG judge's CPU)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Edge rules of issue 12 (items 3, 7, 16, 17, 20) and issue 18 item 7 (one exit-code rule)."""
+"""Edge rules of judging and gating: empty and trivial answers, the minimum measured share, hostile YAML,
+run-wide exit codes and usage errors, and unscored results counted alike by score, run and calibrate."""
 
 from __future__ import annotations
 

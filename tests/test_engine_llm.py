@@ -195,7 +195,7 @@ async def test_reasoning_in_another_language_is_flagged(
 
 
 def test_bqas_run_counts_the_attempts_of_an_unreachable_llm(tmp_path: Path, bqas_home: Path) -> None:
-    # Issue 12.20: a run whose samples stayed unscored because the LLM answered 500 said llm_calls: 0.
+    # A run whose samples stay unscored because the LLM answered 500 still counts its LLM calls (not 0).
     from typer.testing import CliRunner
 
     from bqas.cli.main import app
@@ -219,7 +219,7 @@ def test_bqas_run_counts_the_attempts_of_an_unreachable_llm(tmp_path: Path, bqas
 async def test_a_reply_is_parsed_once_with_the_cache_on(
     scripted_llm: ScriptedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The cache's acceptance check and the scoring parsed every reply twice (issue 15: hot path).
+    # The cache's acceptance check and the scoring must not parse every reply twice (hot path).
     import bqas.judging.parse as parse_module
 
     calls: list[str] = []

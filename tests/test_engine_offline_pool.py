@@ -108,7 +108,7 @@ class GateWaitsForTheRequest(ObservedOfflineJudge):
 
 
 async def test_llm_request_goes_out_while_the_safety_gate_runs() -> None:
-    # Pipelining (issue 15): beside the LLM alone the gate held every request back until it was done.
+    # Pipelining: beside the LLM alone the request goes out while the gate runs, not after it.
     import json
 
     from bqas.llm.client import LLMClient, LLMConfig

@@ -1,5 +1,5 @@
 """Beside the LLM alone, the safety gate of short inputs runs on the event loop after the reply (no thread
-hop per sample, issue 15 target 5); long inputs still go to a worker thread while the request is out.
+hop per sample); long inputs still go to a worker thread while the request is out.
 Either way the result is the same, and the gate's findings stand."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The runner's GC setting (issue 15 target 5): taken for the time of a run, given back exactly after it."""
+"""The runner's GC setting: taken for the time of a run, given back exactly after it."""
 
 from __future__ import annotations
 

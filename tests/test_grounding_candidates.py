@@ -1,5 +1,5 @@
 """Grounding on long contexts embeds only the candidate units (those sharing content words with a claim),
-and the built contexts are cached: the same decisions at a fraction of the embedding cost (issue 15)."""
+and the built contexts are cached: the same decisions at a fraction of the embedding cost."""
 
 from __future__ import annotations
 

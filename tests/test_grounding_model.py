@@ -75,7 +75,7 @@ def test_unscored_cases_give_a_reason_never_a_number() -> None:
     assert unfaithful_probability(GROUNDED, [], _ctx()) == "no facts to check against"
     assert unfaithful_probability("   ", CONTEXT, _ctx()) == "empty answer"
     assert unfaithful_probability("Sure!", CONTEXT, _ctx()) == "no checkable claims"
-    # An empty or trivially short answer ("Sure!") is no grounded answer: 0, not unmeasured (issue 12.3).
+    # An empty or trivially short answer ("Sure!") is no grounded answer: 0, not unmeasured.
     res = learned_grounding({"answer": "Sure!", "facts": CONTEXT}, _ctx())
     assert res.value == 0.0 and res.note is not None and "trivially short" in res.note
     gate = learned_invention_gate({"answer": "Sure!", "facts": CONTEXT}, _ctx())

@@ -170,7 +170,7 @@ JSON_LIKE = st.recursive(
 @FAST
 @given(JSON_LIKE, st.integers(min_value=0, max_value=40))
 def test_loads_with_orjson_decides_as_the_python_parser_did(value: Any, depth: int) -> None:
-    # untrusted.loads parses with orjson first (issue 15: dataset reading); what it accepts or refuses,
+    # untrusted.loads parses with orjson first (faster dataset reading); what it accepts or refuses,
     # and the message naming the field, must be what json.loads + check_value decided.
     from bqas.untrusted import _loads_checked, loads
 

@@ -1,5 +1,5 @@
 """The per-server in-flight limit (bqas.llm.servers.InFlight): a free slot is taken without the condition's
-lock (issue 15: the runner's CPU per request), and the limit holds under contention, shrinking and
+lock (less of the runner's CPU per request), and the limit holds under contention, shrinking and
 cancellation."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The LLM cache's key filter: certain misses are answered on the loop, hits and other processes' replies
-are still found (issue 15, target 4: the lookup's thread hop was most of what the cache cost a run)."""
+are still found (the lookup's thread hop was most of what the cache cost a run)."""
 
 from __future__ import annotations
 

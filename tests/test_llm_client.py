@@ -141,7 +141,7 @@ async def test_cache_serves_repeats_and_never_stores_rejected_replies(
 async def test_cache_sqlite_io_runs_off_the_event_loop(
     scripted_llm: ScriptedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # SQLite reads, writes and commits on the loop stalled every other request (issue 15).
+    # SQLite reads, writes and commits on the loop would stall every other request.
     import threading
 
     from bqas.llm.cache import ResponseCache
@@ -181,7 +181,7 @@ def _sql_trace(client: LLMClient) -> list[str]:
 
 
 async def test_cache_writes_are_batched_in_few_transactions(scripted_llm: ScriptedLLM, tmp_path: Path) -> None:
-    # One commit per reply was most of the cache's CPU in a run with the defaults (issue 15).
+    # One commit per reply was most of the cache's CPU in a run with the defaults.
     from bqas.llm.cache import FLUSH_EVERY
 
     n = FLUSH_EVERY + 36
@@ -197,7 +197,7 @@ async def test_cache_writes_are_batched_in_few_transactions(scripted_llm: Script
 
 
 async def test_concurrent_cache_lookups_share_queries(scripted_llm: ScriptedLLM, tmp_path: Path) -> None:
-    # A thread hop and a query per lookup: 64 concurrent requests now share a few queries (issue 15).
+    # Not a thread hop and a query per lookup: 64 concurrent requests share a few queries.
     scripted_llm.default = Reply(content='{"a": 3}')
     async with _client(scripted_llm, cache_path=tmp_path / "c.sqlite", concurrency=64) as client:
         statements = _sql_trace(client)
@@ -305,7 +305,7 @@ async def test_clients_of_one_server_share_its_in_flight_limit() -> None:
 
 
 async def test_requests_are_sent_as_json_with_the_json_content_type() -> None:
-    # The body is encoded once with orjson and sent as bytes (issue 15: hot path); servers still need
+    # The body is encoded once with orjson and sent as bytes (hot path); servers still need
     # Content-Type: application/json. A raw server on 127.0.0.1 reads the request as it arrives.
     import json
 

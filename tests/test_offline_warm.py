@@ -1,5 +1,5 @@
 """A worker process builds the rules' compiled parts while it loads, so its first requests do not wait for
-them (issue 15: the service's p99); a fresh process without warm_rules has not built them."""
+them (the service's p99 latency); a fresh process without warm_rules has not built them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The reply parser's fast path (orjson first, no repair pass over a reply that cannot hold lone
-surrogates; issue 15 target 5) gives exactly the outcome of the slow path, whatever the reply."""
+surrogates) gives exactly the outcome of the slow path, whatever the reply."""
 
 from __future__ import annotations
 

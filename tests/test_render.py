@@ -93,8 +93,8 @@ def test_language_selects_prompt_and_falls_back_to_german(tmp_path) -> None:  # 
 
 
 def test_template_parse_system_message_and_hash_are_computed_once_per_template() -> None:
-    # Re-parsing the template, formatting the system message and hashing them on every judgment cost
-    # runner CPU on the hot path (issue 15); the rendered prompt must stay exactly the same.
+    # Re-parsing the template, formatting the system message and hashing them on every judgment would cost
+    # runner CPU on the hot path; the rendered prompt must stay exactly the same.
     from bqas.judging import render
 
     spec = default_registry().get("voice")
@@ -111,7 +111,7 @@ def test_template_parse_system_message_and_hash_are_computed_once_per_template()
 @pytest.mark.parametrize("hostile", [*HOSTILE, "", "\x00\ud800 {name} {nonce}", "a\n" * 50])
 def test_fence_writes_the_declared_markers(hostile: str) -> None:
     """fence() spells the markers out as one f-string (hot path); it must stay what the markers declare,
-    with the nonce of the name and value, as rendered before (issue 15)."""
+    with the nonce of the name and value."""
     import hashlib
 
     from bqas.judging.render import CLOSE_MARKER, OPEN_MARKER, fence

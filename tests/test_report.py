@@ -442,7 +442,7 @@ def test_html_baseline_diff(tmp_path: Path, records: list[dict[str, Any]]) -> No
     out = tmp_path / "r.html"
     write_html_report(out, make_run(records), _stream(records), baseline=(make_run(base), _stream(base)))
     html = out.read_text(encoding="utf-8")
-    # Issue 17: the baseline section sat at the very bottom; it now follows the verdicts.
+    # The baseline section follows the verdicts (not at the very bottom).
     assert html.index('<section id="verdicts">') < html.index('<section id="baseline">')
     assert html.index('<section id="baseline">') < html.index('<section id="breakdowns">')
     section = html.split('id="baseline"', 1)[1]
@@ -613,7 +613,7 @@ def test_junit_validates_against_the_jenkins_xunit_schema(
 
 
 def test_every_histogram_names_both_axes(html: str) -> None:
-    """Issue 17: the report's histograms had no axis names (only edge numbers)."""
+    """The report's histograms name their axes (not only edge numbers)."""
     charts = re.findall(r"<svg class=\"chart\".*?</svg>", html, re.S)
     histograms = [c for c in charts if 'class="f-hist"' in c]
     assert histograms
@@ -631,7 +631,7 @@ def _report_of(tmp_path: Path, records: list[dict[str, Any]]) -> str:
 
 
 def test_offline_decisions_show_no_empty_offline_value_and_the_llm_vote_is_shown(tmp_path: Path) -> None:
-    """Issue 17: "fail (offline —)" when the offline tier decided, and the LLM's safety vote hidden."""
+    """When the offline tier decided, the row shows no empty "(offline —)" and does show the LLM's safety vote."""
     safety = _dim("fail", method="pii_rules", offline_value=None, llm_value="pass")
     rec = _record("s1", "voice", "de", "failed", 20.0, {"safety": safety}, line=1)
     html = _report_of(tmp_path, [rec])
@@ -645,7 +645,7 @@ def test_offline_decisions_show_no_empty_offline_value_and_the_llm_vote_is_shown
 
 
 def test_dimensions_never_measured_are_one_line_not_a_card(html: str) -> None:
-    """Issue 17: a dimension no sample measured got a whole card of zeros."""
+    """A dimension no sample measured gets no card of zeros."""
     section = html.split('<section id="dimensions">', 1)[1].split("</section>", 1)[0]
     cards = re.findall(r'<div class="card">\s*<h3>(\w+) <span class="kind">', section)
     line = re.search(r'<p class="muted not-measured">not measured in any sample: (.*?)</p>', section, re.S)
@@ -654,7 +654,7 @@ def test_dimensions_never_measured_are_one_line_not_a_card(html: str) -> None:
 
 
 def test_cjk_text_gets_the_missing_font_note_and_a_fallback_list(tmp_path: Path) -> None:
-    """Issue 17: Chinese text rendered as boxes without a CJK font; the report now names the font."""
+    """Chinese text renders as boxes without a CJK font: the report names the font."""
     zh = _record("z1", "voice", "zh", "failed", 20.0, {"safety": _dim("fail")}, line=1, inputs={"q": "明天天气怎么样"})
     html = _report_of(tmp_path, [zh])
     assert "install Noto Sans CJK SC" in html and '"Source Han Sans SC"' in html

@@ -492,7 +492,7 @@ class _CountingEmbedder:
 def test_memory_embeds_only_what_it_compares_and_stores_vectors_only_for_queued_items(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Embedding every judgment's input doubled the offline CPU of a run (issue 15): with nothing reviewed
+    # Embedding every judgment's input doubled the offline CPU of a run: with nothing reviewed
     # there is nothing to compare with, and only queued items can become reviewed cases.
     import sqlalchemy as sa
 
@@ -552,7 +552,7 @@ def test_memory_retention_deletes_old_unreviewed_judgments_only(store: Store) ->
 # -- batches ---------------------------------------------------------------------------------------------
 def test_memory_and_queue_rows_are_inserted_with_one_parameter_set_per_row(store: Store) -> None:
     """The inserts take one parameter set per row (executemany: compiled once for every batch size, and
-    cached); a multi-row INSERT built with .values(rows) was compiled anew for every batch (issue 15)."""
+    cached); a multi-row INSERT built with .values(rows) would be compiled anew for every batch."""
     import sqlalchemy as sa
 
     seen: list[tuple[str, int]] = []

@@ -1,4 +1,4 @@
-"""The runner's hot path (issue 15 target 5): what was made cheaper stores exactly what it stored before.
+"""The runner's hot path: what was made cheaper stores exactly what it stored before.
 
 A fixture run through ``execute_run`` against the scripted server, once the way it ran before (every
 safety gate in the worker pool) and once as now (short texts gated on the loop): same rows, same

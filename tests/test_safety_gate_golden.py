@@ -1,4 +1,4 @@
-"""The safety gate's results are those recorded before it was sped up (issue 15): the same PII spans, kinds,
+"""The safety gate's results are those recorded before it was sped up: the same PII spans, kinds,
 methods and confidences and the same manipulation rules on a varied synthetic corpus (test examples, the
 probe suite obfuscated, generated German/Chinese/English voice and RAG texts of 30-3,000 characters, hostile
 variants with braces, markup, control characters and lone surrogates, a 20,000-character answer).

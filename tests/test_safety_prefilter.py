@@ -1,4 +1,4 @@
-"""The safety gate's pre-filters (issue 15): the required literals derived from the rules' regexes, the
+"""The safety gate's pre-filters: the required literals derived from the rules' regexes, the
 case folding they are compared under, and the faster normalised views give exactly the answers of the
 unfiltered rules, on every code point where that is a per-character claim and on generated hostile text
 (rule keywords, obfuscations, digits, markup, control characters, lone surrogates) where it is not."""

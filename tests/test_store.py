@@ -101,7 +101,7 @@ def test_scenario_run_and_resume_on_each_database(
 
 
 def test_migrations_run_only_when_the_schema_is_not_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Alembic cost most of a second on every start (issue 15, cold start); a current store skips it.
+    # Alembic costs most of a second on every start (cold start); a current store skips it.
     from sqlalchemy import text
 
     import bqas.store.db as db

@@ -1,4 +1,4 @@
-"""The NER pass remembers LAC's tags per sentence (issue 15): a repeated sentence is not tagged again, and
+"""The NER pass remembers LAC's tags per sentence: a repeated sentence is not tagged again, and
 the entities of a text are the same whether its sentences come from the memo or from the model."""
 
 from __future__ import annotations
