@@ -3,11 +3,11 @@ cyclic garbage collector.
 
 A judgment allocates many short-lived container objects (result models, dicts, aiohttp's request and
 response objects). With CPython's default threshold (a young-generation collection every 700 net
-allocations) a 10,000-sample run spent 0.03 ms of CPU per sample in the cyclic garbage collector, 0.012-
-0.014 ms with this setting (``benchmarks/runner/bench_gc.py``). A process that also holds NumPy and the
-grounding modules pays more (0.08-0.09 ms per sample with the default), as every full collection walks
-every tracked object. Almost all of these objects are freed by reference counting anyway; the collector
-is only needed for cycles, which a larger threshold still collects, later.
+allocations) a 10,000-sample run of the LLM judge spent 0.09-0.12 ms of CPU per sample in the cyclic
+garbage collector, about a tenth of the runner's CPU per sample, and 0.02-0.03 ms with this setting
+(``benchmarks/runner/bench_gc.py``): every full collection walks every tracked object, and a process that
+has loaded the judges holds many. Almost all of these objects are freed by reference counting anyway; the
+collector is only needed for cycles, which a larger threshold still collects, later.
 
 The setting is process-wide, so it is taken for the time of a run and given back after it: nested or
 concurrent runs (the service's jobs) keep it until the last one ends, and the thresholds found before the
