@@ -1,7 +1,7 @@
 """Record what the deterministic safety gate answers on a varied, licence-clean corpus, as the golden file
 ``tests/fixtures/safety_gate_golden.jsonl`` that ``tests/test_safety_gate_golden.py`` replays.
 
-Made before the gate was sped up (issue 15), so the test proves that the faster gate finds the same PII
+Made before the gate was sped up, so the test proves that the faster gate finds the same PII
 spans, kinds, methods and confidences and fires the same manipulation rules. The corpus is synthetic
 (written for BQAS): the string literals of the shipped PII / manipulation tests, the manipulation probe suite
 as written and obfuscated, the synthetic Chinese PII set, the benchmark's generated German/Chinese/English

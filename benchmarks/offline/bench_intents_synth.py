@@ -41,7 +41,7 @@ from bqas.synth.patterns import PatternBook, load_patterns
 
 TEST_SEED = 20261201
 VALIDATION_SEED = 4242
-ROUND2_HAND = 5  # hand-written examples per intent in round 2 (the first ones of each intent in the file)
+ROUND2_HAND = 5  # hand-written examples per intent of the earlier recipe ("round 2" in docs/intents.md): the first ones of each intent in the file
 
 
 def _first_per_label(rows: Sequence[Labelled], n: int) -> list[Labelled]:

@@ -9,8 +9,8 @@ multilingual v3 unless BQAS_EMBEDDER says otherwise):
    first 5 of each intent become the examples; the rest is the test set. Intents with 5 records or fewer
    therefore have no test items. Seeds 0-4; mean and range over the seeds are printed.
 
-``logreg`` runs twice: on the embeddings only (the round-2 default) and with the character n-grams
-beside them (the default since round 3). BQAS's own hand-written teacher examples are measured in
+``logreg`` runs twice: on the embeddings only (the earlier default, "round 2" in docs/intents.md) and with
+the character n-grams beside them (the default now). BQAS's own hand-written teacher examples are measured in
 benchmarks/offline/bench_intents_synth.py (hand-written folds).
 
     .venv/bin/python benchmarks/offline/bench_intents_xsid.py [--data ../shared/datasets]

@@ -6,7 +6,7 @@ Workloads, each in distinct samples so that the embedding caches answer only wha
 * ``mtrag`` - MTRAG DEV (English, Apache-2.0, several passages, ~3.7k characters) when /work/shared exists;
 * ``voice`` - generated short German voice turns;
 * ``shipped`` - the example scenarios in scenarios/data.
-Target (issue 15): rag_hallucination < 50 ms per sample mean, voice < 5 ms. On a busy machine wall time
+Target: rag_hallucination < 50 ms per sample mean, voice < 5 ms. On a busy machine wall time
 exceeds CPU time; both are printed. ``--repeat`` runs the whole set again in the same process (fresh
 samples each pass) and prints min and median of the pass means.
 

@@ -51,7 +51,7 @@ def evaluate(records: list[dict[str, Any]], show: int) -> None:
     from bqas.offline.safety import GATE_MIN_CONFIDENCE
 
     # The NER pass remembers its tags per sentence; forgetting them before each call keeps the figure the
-    # cost of a new sentence, as before the memo (issue 15).
+    # cost of a new sentence, as before the memo.
     forget = getattr(getattr(zh_ner, "_tagged", None), "cache_clear", lambda: None)
     timings: list[float] = []
     preds: list[list[Any]] = []

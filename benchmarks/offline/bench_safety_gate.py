@@ -1,4 +1,4 @@
-"""The deterministic safety gate's cost by answer length and language (issue 15): the ``safety_gate``
+"""The deterministic safety gate's cost by answer length and language: the ``safety_gate``
 method (PII rules, the Chinese NER pass on Han text, the judge-manipulation rules) on distinct realistic
 answers, as the voice judge runs it on every sample and every backend.
 

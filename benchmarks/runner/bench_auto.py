@@ -18,7 +18,7 @@ Chinese, English; 3-5 passages, ~4k characters each) against the scripted server
 same venv, its own BQAS home; e.g. ``git worktree add /tmp/before <commit>``), alternating which tree goes
 first, and prints the after / before wall ratio of each pair.
 
-Target (issue 15): auto wall <= 1.25 x max(ideal LLM time, offline CPU time / cores), where ideal LLM time
+Target: auto wall <= 1.25 x max(ideal LLM time, offline CPU time / cores), where ideal LLM time
 = ceil(N / concurrency) x latency. Start-up (imports, model load) is inside the wall times; the ratio is
 also printed without it (wall minus the start-up of a 1-sample run).
 

@@ -16,7 +16,7 @@ the wall time grows with the load, the CPU time much less.
 ``git worktree add /tmp/before <commit> && python -m compileall -q /tmp/before/src`` (compiled, as the
 installed package is).
 
-Targets (issue 15): --help < 0.15 s, 1-sample offline run < 2.5 s, serve healthy < 3 s.
+Targets: --help < 0.15 s, 1-sample offline run < 2.5 s, serve healthy < 3 s.
 
 Run: nice .venv/bin/python benchmarks/runner/bench_cold_start.py [--repeat 5] [--before /tmp/before/src]
 """

@@ -1,4 +1,4 @@
-"""What the LLM cache and the review loop each add to a run (issue 15, target 4).
+"""What the LLM cache and the review loop each add to a run (target: defaults within 1.3x of both off).
 
 The runner benchmark's workload (N distinct voice samples, scripted server at 50 ms, 128 in flight, one
 process) run four ways side by side in each repetition: both off, only the LLM cache (a new, empty cache

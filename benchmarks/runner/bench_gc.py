@@ -1,4 +1,4 @@
-"""What the cyclic garbage collector costs the runner (issue 15 target 5; bqas.runner.gc_tuning).
+"""What the cyclic garbage collector costs the runner (bqas.runner.gc_tuning).
 
 The workload of bench_runner.py's ``off`` mode (10,000 voice samples, LLM backend, scripted server 50 ms,
 concurrency 128), in this process, with ``gc.callbacks`` summing the CPU time (``time.thread_time``) of

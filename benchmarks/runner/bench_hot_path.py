@@ -1,4 +1,4 @@
-"""Pieces of the runner's hot path, one at a time (issue 15 target 5): what a judgment's steps cost.
+"""Pieces of the runner's hot path, one at a time what a judgment's steps cost.
 
 Prints microseconds per call (best of several rounds) for: parsing the benchmark's judge reply, building a
 dimension's provenance validated and with ``model_construct``, dropping the LLM exchange from a record
@@ -77,12 +77,12 @@ def pieces() -> None:
             return offline_tier(judge, spec, varied, "de", only=only)
 
         print(f"safety gate, {length:5d}-character answer   {per_call_us(gate, 200, 3):8.1f} us")
-    round5()
+    changed_pieces()
     manipulation_rules()
 
 
-def round5() -> None:
-    """The pieces changed or tried in round 5: fence, the in-flight limit, to_record's dump."""
+def changed_pieces() -> None:
+    """Pieces that were changed or tried on this path: fence, the in-flight limit, to_record's dump."""
     import asyncio
     import hashlib
 

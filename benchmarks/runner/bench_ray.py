@@ -1,4 +1,4 @@
-"""``bqas run --ray`` benchmark (issue 16): the offline judge over N RAG samples, on Ray and locally.
+"""``bqas run --ray`` benchmark: the offline judge over N RAG samples, on Ray and locally.
 
 What users run: ``bqas run scenario.yaml`` through the CLI (results.jsonl, junit.xml and report.html
 written, inside the timing), each run in a fresh process, the wall time taken around that process
@@ -16,7 +16,7 @@ Modes, side by side in each round, rounds repeated (``--repeat``; min and median
   before the timing, as a team that runs often keeps one (``ray start --head``): the run pays for its
   actors, not for the cluster. The cluster's CPU seconds during the run are counted in.
 
-Targets (issue 16): ray-2 >= 1.8x faster than ray-1; ray-1 <= 1.10x local-1; driver peak RSS flat in N
+Targets: ray-2 >= 1.8x faster than ray-1; ray-1 <= 1.10x local-1; driver peak RSS flat in N
 (``--sizes`` with two sizes). The driver's peak RSS is the CLI process's own (``RUSAGE_SELF``), not the
 actors'.
 

@@ -15,7 +15,7 @@ Each size runs in a fresh process so that its peak RSS is its own. Side by side 
   from spawn to exit with results.jsonl, junit.xml and report.html written, in a new BQAS home (its store
   and LLM cache start empty); ``cli-off`` adds ``--no-cache`` and ``BQAS_REVIEW=false``.
 
-Targets (issue 15): ``off`` <= 1.10 x ideal; ``defaults`` <= 1.3 x ``off``.
+Targets: ``off`` <= 1.10 x ideal; ``defaults`` <= 1.3 x ``off``.
 
 ``--src LABEL=DIR`` (repeatable) runs the same benchmark against the ``src`` folder of another checkout
 as well (``git worktree add /tmp/before <commit>``; DIR first on ``PYTHONPATH`` of the child), side by

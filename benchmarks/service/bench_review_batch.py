@@ -1,4 +1,4 @@
-"""The review loop's CPU per result record, as ``bqas run`` pays it after each batch (issue 15, item 4).
+"""The review loop's CPU per result record, as ``bqas run`` pays it after each batch.
 
 ``process_results`` over batches of 200 voice-judge records (distinct ids, every tenth one escalated)
 in a fresh SQLite store, as the runner's writer thread calls it. Prints CPU milliseconds per record for

@@ -9,7 +9,7 @@ and English RAG answers with 3-5 passages, ~4k characters of context), so the em
 only what real traffic would repeat. Prints requests per second, p50/p99/max latency, the status codes
 seen, and the CPU seconds of the load generator (this process) and of the server (its process and every
 descendant: the offline tier's worker processes; and its main process alone) during the measured window.
-Targets (issue 15): p99 < 100 ms for voice, < 300 ms for RAG with contexts, 32 clients.
+Targets: p99 < 100 ms for voice, < 300 ms for RAG with contexts, 32 clients.
 
 Offered load: each client sends its next request ``--think`` seconds after the previous answer (0: at
 once, a closed loop that saturates the server; the p99 is then about clients / throughput, queueing
