@@ -165,14 +165,18 @@ def fit_cascade_cmd(
         typer.Option("--scores", help="Keep the per-example scores here (JSON Lines; reused when complete)."),
     ] = None,
     max_claims: Annotated[
-        int, typer.Option("--max-claims", help="Claims per answer the verifier reads (the least supported).")
-    ] = 4,
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--max-claims",
+            help="Claims per answer the verifier reads (the least supported; default: the shipped setting).",
+        ),
+    ] = None,
 ) -> None:
     """Fit where the verifier runs and how it is combined, on the calibration part of the permitted data.
 
     Example: bqas grounding-model fit-cascade --verifier run --out src/bqas/data/verifier/cascade.json
     """
-    from bqas.offline.verifier.fit import calibration_examples, fit_cascade, score_examples
+    from bqas.offline.verifier.fit import MAX_CLAIMS, calibration_examples, fit_cascade, score_examples
     from bqas.offline.verifier.runtime import load_verifier
 
     examples = calibration_examples(data)
@@ -191,7 +195,10 @@ def fit_cascade_cmd(
 
     try:
         cascade = fit_cascade(
-            rows, load_verifier(verifier).model_id, max_claims=max_claims, stage1_id=load_model().model_id
+            rows,
+            load_verifier(verifier).model_id,
+            max_claims=MAX_CLAIMS if max_claims is None else max_claims,
+            stage1_id=load_model().model_id,
         )
     except ValueError as exc:
         raise _fail(str(exc)) from None

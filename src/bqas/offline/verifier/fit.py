@@ -27,9 +27,10 @@ from bqas.offline.verifier.data import is_calibration
 
 #: How many claims of one answer are scored for fitting and measuring (the least supported ones first).
 SCORED_CLAIMS = 4
-#: How many of them the shipped cascade's verifier reads. One claim costs ~11 ms CPU on an MTRAG answer's
-#: long sentences; fewer claims are cheaper but measured worse (docs/grounding-model.md, "Claims read").
-MAX_CLAIMS = 4
+#: How many of them the shipped cascade's verifier reads: the fewest whose out-of-fold ROC-AUC on the
+#: calibration part is within 0.005 of the best (benchmarks/offline/choose_max_claims.py: 1 claim was the best
+#: there); each further claim costs ~11 ms CPU on an MTRAG answer's long sentences.
+MAX_CLAIMS = 1
 #: Error the first stage may make outside the band (share of wrong verdicts on either side).
 BAND_ERROR = 0.05
 
