@@ -293,13 +293,18 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
                 store.update_run(run_id, config={**stored, "out_dir": str(out_dir.resolve())})
         if request.on_start is not None:
             request.on_start(run_id, out_dir, resuming)
-        done = store.done_keys(run_id)
-        done_repeats = {r: store.done_keys(run_id, r) for r in range(2, scenario.repeats + 1)}
+        done, done_repeats = _done_keys(store, run_id, scenario.repeats)
         concurrency = request.concurrency or scenario.concurrency
         review = get_review_settings()
         tenant = review.local_tenant if review.review else None
         if tenant is not None and review.memory_examples and engine.llm is not None:
             engine.options.examples = memory_examples(store, tenant, review.memory_examples_k)
+
+        def judge_here(done: set[str], done_repeats: Mapping[int, set[str]], stage: TargetStage | None = None) -> int:
+            return _run_with_progress(
+                engine, scenario, store, run_id, done, total, concurrency, request.progress, tenant, done_repeats, stage
+            )
+
         try:
             if request.ray or scenario.ray is not None:
                 from bqas.runner.ray_pool import ClusterLost
@@ -312,20 +317,7 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
                 except ClusterLost as lost:
                     # The cluster cannot judge any more: the rest is judged here, as a local run would.
                     notice(f"{lost}; judging the remaining samples in this process")
-                    done = store.done_keys(run_id)
-                    done_repeats = {r: store.done_keys(run_id, r) for r in range(2, scenario.repeats + 1)}
-                    judged = lost.judged + _run_with_progress(
-                        engine,
-                        scenario,
-                        store,
-                        run_id,
-                        done,
-                        total,
-                        concurrency,
-                        request.progress,
-                        tenant,
-                        done_repeats,
-                    )
+                    judged = lost.judged + judge_here(*_done_keys(store, run_id, scenario.repeats))
             else:
                 stage = None
                 if target is not None or reuse is not None:
@@ -334,19 +326,7 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
                     stage = TargetStage(
                         store, run_id, target, reuse_from=reuse, max_reply_bytes=settings.target_max_reply_bytes
                     )
-                judged = _run_with_progress(
-                    engine,
-                    scenario,
-                    store,
-                    run_id,
-                    done,
-                    total,
-                    concurrency,
-                    request.progress,
-                    tenant,
-                    done_repeats,
-                    stage,
-                )
+                judged = judge_here(done, done_repeats, stage)
         except RunFailed as exc:
             # Loud, never a hang: the run is stored as failed with the reason, and the CLI exits non-zero.
             store.update_run(run_id, status="failed", finished_at=datetime.now(UTC), summary={"error": str(exc)})
@@ -387,6 +367,11 @@ def _out_dir(request: RunRequest, run_id: str, stored: Mapping[str, Any] | None)
     if stored and stored.get("out_dir"):
         return Path(str(stored["out_dir"]))
     return Path("runs") / run_id
+
+
+def _done_keys(store: Store, run_id: str, repeats: int) -> tuple[set[str], dict[int, set[str]]]:
+    """The samples the run has results for: its first judgments, and those of each further repeat."""
+    return store.done_keys(run_id), {r: store.done_keys(run_id, r) for r in range(2, repeats + 1)}
 
 
 def _run_with_progress(
