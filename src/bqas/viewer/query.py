@@ -338,25 +338,7 @@ def filtered_histogram(
     store: Store, run_id: str, flt: RunFilter, bins: int = 10, table: Table = ResultRow, base_table: Table = ResultRow
 ) -> list[int]:
     """Counts of the composite score in ``bins`` equal bins over the results the filter shows (one query)."""
-    width = 100.0 / bins
-    sums = [
-        func.sum(
-            case(
-                (
-                    and_(
-                        table.composite >= i * width,
-                        table.composite < (i + 1) * width if i < bins - 1 else table.composite <= 100.0,
-                    ),
-                    1,
-                ),
-                else_=0,
-            )
-        )
-        for i in range(bins)
-    ]
-    with store.session() as s:
-        row = s.execute(select(*sums).where(*_clauses(store, run_id, flt, table, base_table))).one()
-    return [int(v or 0) for v in row]
+    return _histogram(store, table, bins, *_clauses(store, run_id, flt, table, base_table))
 
 
 @dataclass
@@ -418,6 +400,12 @@ def tag_breakdown(store: Store, run_id: str, limit: int = 100, table: Table = Re
 
 def composite_histogram(store: Store, run_id: str, bins: int = 10, table: Table = ResultRow) -> list[int]:
     """Counts of the composite score (0–100) in ``bins`` equal bins, the top edge in the last (one query)."""
+    return _histogram(store, table, bins, table.run_id == run_id)
+
+
+def _histogram(store: Store, table: Table, bins: int, *where: Any) -> list[int]:
+    """Counts of the composite score (0–100) in ``bins`` equal bins among the rows ``where`` selects, the top
+    edge in the last bin (one query)."""
     width = 100.0 / bins
     sums = [
         func.sum(
@@ -435,7 +423,7 @@ def composite_histogram(store: Store, run_id: str, bins: int = 10, table: Table 
         for i in range(bins)
     ]
     with store.session() as s:
-        row = s.execute(select(*sums).where(table.run_id == run_id)).one()
+        row = s.execute(select(*sums).where(*where)).one()
     return [int(v or 0) for v in row]
 
 
