@@ -53,15 +53,19 @@ def compile_path(path: str, where: str = "outputs") -> Any:
         raise TargetConfigError(f"{where}: invalid JSONPath {path!r}: {exc}") from None
 
 
-def env_names(value: Any) -> set[str]:
-    """The variables ``${…}`` refers to anywhere in ``value`` (strings, lists, mappings)."""
+def env_names(value: Any, *, with_defaults: bool = False) -> set[str]:
+    """The variables ``${…}`` refers to anywhere in ``value`` (strings, lists, mappings): those without a
+    default (they must be set), or with ``with_defaults`` every one (the values to keep out of what is
+    stored)."""
     if isinstance(value, str):
-        return {m.group(1) for m in _ENV.finditer(value) if m.group(2) is None}
+        return {m.group(1) for m in _ENV.finditer(value) if with_defaults or m.group(2) is None}
     if isinstance(value, dict):
-        return set().union(*(env_names(v) for v in value.values())) if value else set()
-    if isinstance(value, list):
-        return set().union(*(env_names(v) for v in value)) if value else set()
-    return set()
+        items: list[Any] = list(value.values())
+    elif isinstance(value, list):
+        items = value
+    else:
+        return set()
+    return set().union(*(env_names(v, with_defaults=with_defaults) for v in items)) if items else set()
 
 
 class _Common(BaseModel):

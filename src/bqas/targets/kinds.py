@@ -4,6 +4,7 @@ the judge's inputs. Each returns a :class:`TargetReply` (``error`` set when ther
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import inspect
 import os
@@ -28,9 +29,13 @@ from bqas.targets.config import (
     env_names,
     expand_env,
 )
-from bqas.targets.mapping import UnmappableReply, as_judge_text, fill, map_outputs
+from bqas.targets.mapping import UnmappableReply, UnsafeURL, as_judge_text, fill, fill_url, map_outputs
 from bqas.targets.reply import TargetFailure, TargetReply, excerpt
+from bqas.targets.secrets import Scrubber
 from bqas.targets.transport import HTTPAnswer, Transport
+
+# The longest conversation id a target may give (it is sent back in later requests and stored).
+MAX_CONVERSATION_ID = 1000
 
 
 class SampleProblem(ValueError):
@@ -119,6 +124,7 @@ class TargetClient:
             concurrency=target.concurrency,
             max_reply_bytes=max_reply_bytes,
         )
+        self.transport.scrub = lambda raw: self.scrubber.bytes(raw)
 
     async def ask(self, data: dict[str, Any], conversation: Conversation, turn: int) -> TargetReply:
         reply = TargetReply(turn=turn, kind=self.target.type)
@@ -127,27 +133,35 @@ class TargetClient:
         except TargetFailure as exc:
             reply.error, reply.status, reply.attempts = exc.reason, exc.status, exc.attempts
             reply.latency_ms = exc.latency_ms
-            reply.keep_raw(exc.raw)
+            reply.keep_raw(self.scrubber.bytes(exc.raw))
         except UnmappableReply as exc:
             reply.error = str(exc)
         except KeyError as exc:  # a {field} the sample lacks
             raise SampleProblem(str(exc.args[0]) if exc.args else str(exc)) from None
-        return scrub(reply, self.secrets())
+        except (SampleProblem, TargetConfigError):
+            raise
+        except Exception as exc:  # whatever else the reply or the sample's values set off: this sample's error
+            reply.error = f"{type(exc).__name__}: {excerpt(self.scrubber.text(str(exc)))}"
+            reply.fields = {}
+        return scrub(reply, self.scrubber)
 
-    def secrets(self) -> dict[str, str]:
-        """The values of the variables this target reads (``api_key_env``, ``${VAR}``), by name: whatever
-        echoes them (an error naming the URL, an assistant repeating a header) is stored without them."""
-        names = env_names(self.target.model_dump())
+    @functools.cached_property
+    def scrubber(self) -> Scrubber:
+        """The values of the variables this target reads (``api_key_env``, ``${VAR}``, ``${VAR:-default}``):
+        whatever echoes them (an error naming the URL, an assistant repeating a header) is stored without
+        them. Read once, on first use."""
+        names = env_names(self.target.model_dump(), with_defaults=True)
         key_env = getattr(self.target, "api_key_env", None)
         if key_env:
             names.add(key_env)
-        found = {name: os.environ.get(name, "") for name in names}
-        return {name: value for name, value in found.items() if len(value) >= 4}
+        return Scrubber.from_environment(names)
 
     async def _ask(self, data: dict[str, Any], conversation: Conversation, reply: TargetReply) -> None:
         raise NotImplementedError
 
     def _answered(self, reply: TargetReply, answer: HTTPAnswer) -> None:
+        """Record the answer; its body is scrubbed from here on (before it is cut, parsed or quoted)."""
+        answer.body = self.scrubber.bytes(answer.body)
         reply.status, reply.latency_ms, reply.attempts = answer.status, answer.latency_ms, answer.attempts
         reply.keep_raw(answer.body)
 
@@ -205,15 +219,22 @@ class HTTPClient(TargetClient):
     async def _ask(self, data: dict[str, Any], conversation: Conversation, reply: TargetReply) -> None:
         t = self.target
         values = {**data, "conversation_id": conversation.remote_id or conversation.id, "turn": reply.turn}
-        url = fill(t.url, values, "target.url")
+        try:
+            url = fill_url(t.url, values, "target.url")
+        except UnsafeURL as exc:
+            raise TargetFailure(str(exc)) from None
         headers = {k: str(fill(v, values, f"target.headers.{k}")) for k, v in t.headers.items()}
         body = None if t.method == "GET" or t.body is None else fill(t.body, values, "target.body")
-        answer = await self.transport.send(t.method, str(url), headers, body)
+        answer = await self.transport.send(t.method, url, headers, body)
         self._answered(reply, answer)
         mapped = await _parsed(answer.body, lambda body: map_outputs(body, t.outputs))
         _tokens(reply, mapped)
         reply.fields = _judge_fields(mapped, answer_fields(t), t.outputs)
         remote = reply.fields.pop("conversation_id", None)
+        if remote is not None and (not isinstance(remote, str | int) or len(str(remote)) > MAX_CONVERSATION_ID):
+            raise UnmappableReply(
+                f"outputs.conversation_id: expected an id of at most {MAX_CONVERSATION_ID} characters"
+            )
         if remote is not None:
             conversation.remote_id = reply.conversation_id = str(remote)
         else:
@@ -297,24 +318,18 @@ class PythonClient(TargetClient):
         reply.fields.pop("conversation_id", None)
 
 
-def scrub(reply: TargetReply, secrets: dict[str, str]) -> TargetReply:
-    """``reply`` with every secret value in its error, raw reply and fields replaced by ``[secret NAME]``."""
-    if not secrets:
+def scrub(reply: TargetReply, scrubber: Scrubber | dict[str, str]) -> TargetReply:
+    """``reply`` with every secret value (in any form :mod:`bqas.targets.secrets` knows) in its error, raw
+    reply, fields and conversation id replaced by ``[secret NAME]``."""
+    clean = scrubber if isinstance(scrubber, Scrubber) else Scrubber(scrubber)
+    if not clean:
         return reply
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            for name, secret in secrets.items():
-                value = value.replace(secret, f"[secret {name}]")
-            return value
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        return value
-
     if reply.error is not None:
-        reply.error = clean(reply.error)
-    reply.raw = clean(reply.raw)
-    reply.fields = {k: clean(v) for k, v in reply.fields.items()}
+        reply.error = clean.text(reply.error)
+    reply.raw = clean.text(reply.raw)
+    reply.fields = {k: clean.value(v) for k, v in reply.fields.items()}
+    if reply.conversation_id is not None:
+        reply.conversation_id = clean.text(reply.conversation_id)
     return reply
 
 

@@ -1,11 +1,17 @@
 """Sending a target's HTTP requests: aiohttp, a limit on requests in flight, timeouts, retries that honour
 ``Retry-After`` (the LLM client's :class:`~bqas.llm.retry.RetryPolicy`), and replies read no further than
-``BQAS_TARGET_MAX_REPLY_BYTES``. A request that gets no usable answer raises :class:`TargetFailure`."""
+``BQAS_TARGET_MAX_REPLY_BYTES``. A request that gets no usable answer raises :class:`TargetFailure`.
+
+Redirects are not followed: the assistant under test is somebody else's server, and a redirect would send
+the request (with its secret headers) wherever the reply points and have its answer scored as the target's.
+A 3xx is a target error naming where it pointed."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +20,9 @@ import orjson
 
 from bqas.llm.retry import RetryPolicy, parse_retry_after
 from bqas.targets.reply import TargetFailure, excerpt
+
+# What a header may not hold (aiohttp refuses it, and it could end the header and start another).
+_UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 # The wait between attempts (a name of its own, so that a test can see the waits without sleeping them).
 _sleep = asyncio.sleep
@@ -39,6 +48,8 @@ class Transport:
         self.max_reply_bytes = max_reply_bytes
         self._http: aiohttp.ClientSession | None = None
         self._limit: asyncio.Semaphore | None = None
+        # Applied to a reply's whole body before any of it is quoted in a reason (the client's secrets).
+        self.scrub: Callable[[bytes], bytes] = lambda raw: raw
 
     def _session(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
         if self._http is None or self._http.closed or self._limit is None:
@@ -61,19 +72,28 @@ class Transport:
         sent_headers = {"Accept": "application/json", **headers}
         if data is not None:
             sent_headers.setdefault("Content-Type", "application/json")
+        for name, value in sent_headers.items():
+            if _UNSENDABLE.search(name) or _UNSENDABLE.search(value):
+                raise TargetFailure(f"header {name}: holds a line break or control character; not sent")
         attempt = 0
         while True:
             attempt += 1
             status: int | None = None
             raw = b""
             retry_after: float | None = None
+            location: str | None = None
             async with limit:
                 started = time.perf_counter()
                 try:
-                    async with http.request(method, url, data=data, headers=sent_headers) as response:
-                        status = response.status
+                    async with http.request(
+                        method, url, data=data, headers=sent_headers, allow_redirects=False
+                    ) as response:
+                        # The body is read before the status counts: a 2xx whose body never arrives (or
+                        # breaks off) is a timeout or a connection error, retried like one.
                         raw = await self._read(response, attempt)
+                        status = response.status
                         retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                        location = response.headers.get("Location")
                 except TimeoutError:
                     failure = TargetFailure(
                         f"timed out: no answer within {self.timeout:g} s (attempt {attempt} of "
@@ -82,12 +102,28 @@ class Transport:
                     )
                 except aiohttp.ClientError as exc:
                     failure = TargetFailure(f"{type(exc).__name__}: {exc or 'no answer'}", attempts=attempt)
+                except (ValueError, UnicodeError) as exc:  # a request aiohttp refuses to build: not retried
+                    raise TargetFailure(f"the request cannot be sent: {type(exc).__name__}: {exc}") from None
                 latency = round((time.perf_counter() - started) * 1000, 3)
             if status is not None and 200 <= status < 300:
                 return HTTPAnswer(status, raw, latency, attempt)
+            if status is not None and 300 <= status < 400:
+                where = excerpt(self.scrub((location or "no Location header").encode()), 500)
+                raise TargetFailure(
+                    f"HTTP {status}: the target redirects to {where}; redirects are not followed "
+                    "(point target.url at the final address)",
+                    status=status,
+                    raw=raw,
+                    attempts=attempt,
+                    latency_ms=latency,
+                )
             if status is not None:
                 failure = TargetFailure(
-                    f"HTTP {status}: {excerpt(raw)}", status=status, raw=raw, attempts=attempt, latency_ms=latency
+                    f"HTTP {status}: {excerpt(self.scrub(raw))}",
+                    status=status,
+                    raw=raw,
+                    attempts=attempt,
+                    latency_ms=latency,
                 )
                 wait = self.retry.wait_after_status(status, retry_after, attempt)
             else:
@@ -108,7 +144,7 @@ class Transport:
                 raise TargetFailure(
                     f"the reply exceeds {self.max_reply_bytes} bytes (BQAS_TARGET_MAX_REPLY_BYTES); not read further",
                     status=response.status,
-                    raw=bytes(data[:1024]),
+                    raw=self.scrub(bytes(data))[:1024],  # whole secrets replaced before the cut
                     attempts=attempt,
                 )
         return bytes(data)
