@@ -92,7 +92,10 @@ def test_server_and_model_in_the_environment_at_once_is_an_error(tmp_path: Path)
 
 def test_the_engine_serves_the_openai_api_on_loopback_under_the_model_name(local_llm: LocalEngine) -> None:
     assert local_llm.base_url.startswith("http://127.0.0.1:") and local_llm.base_url.endswith("/v1")
-    with urllib.request.urlopen(local_llm.base_url + "/models", timeout=30) as response:
+    request = urllib.request.Request(
+        local_llm.base_url + "/models", headers={"Authorization": f"Bearer {local_llm.api_key}"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
         listed = json.loads(response.read())
     names = {m.get("id") or m.get("name") for m in listed.get("data") or listed.get("models") or []}
     assert local_llm.name == "SmolLM2-135M-Instruct.Q4_1" and local_llm.name in names

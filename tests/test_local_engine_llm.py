@@ -61,7 +61,10 @@ async def _judge(llm: LLMClient, sample: dict[str, Any], judge: str = "voice", *
 
 
 def _slots(engine: LocalEngine) -> list[dict[str, Any]]:
-    with urllib.request.urlopen(engine.base_url.removesuffix("/v1") + "/slots", timeout=30) as response:
+    request = urllib.request.Request(
+        engine.base_url.removesuffix("/v1") + "/slots", headers={"Authorization": f"Bearer {engine.api_key}"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
         slots: list[dict[str, Any]] = json.loads(response.read())
     return slots
 
@@ -178,7 +181,10 @@ async def test_p_reject_from_samples_when_the_engine_refuses_n(local_llm: LocalE
 
 
 def _metrics(engine: LocalEngine) -> dict[str, float]:
-    with urllib.request.urlopen(engine.base_url.removesuffix("/v1") + "/metrics", timeout=30) as response:
+    request = urllib.request.Request(
+        engine.base_url.removesuffix("/v1") + "/metrics", headers={"Authorization": f"Bearer {engine.api_key}"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
         text = response.read().decode()
     return {line.split()[0]: float(line.split()[1]) for line in text.splitlines() if line and line[0] != "#"}
 

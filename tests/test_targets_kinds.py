@@ -194,9 +194,12 @@ def test_python_target_errors_name_the_function(tmp_path: Path, bqas_home: Path)
     assert result.exit_code == 2 and "target.function: 'target_functions' has no 'nope'" in result.output
 
 
-def test_openai_target_against_the_real_llama_cpp_engine(tmp_path: Path, bqas_home: Path, local_llm: Any) -> None:
+def test_openai_target_against_the_real_llama_cpp_engine(
+    tmp_path: Path, bqas_home: Path, local_llm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The assistant under test is a real model (SmolLM2-135M in llama.cpp): its message is the response,
     its token counts are the assistant's figures."""
+    monkeypatch.setenv("ENGINE_KEY", local_llm.api_key)  # the engine takes only requests with its key
     samples = [
         {"id": "e1", "user_input": "Sag Hallo.", "detected_intent": "unknown", "expected_intent": "unknown"},
         {
@@ -210,6 +213,7 @@ def test_openai_target_against_the_real_llama_cpp_engine(tmp_path: Path, bqas_ho
         "type": "openai",
         "base_url": local_llm.base_url,
         "model": local_llm.name,
+        "api_key_env": "ENGINE_KEY",
         "max_tokens": 16,
         "temperature": 0,
         "concurrency": 2,

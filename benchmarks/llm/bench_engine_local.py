@@ -97,7 +97,8 @@ async def bare_arm(engine: LocalEngine, bodies: list[dict[str, Any]]) -> int:
     async with aiohttp.ClientSession(timeout=timeout) as http:
 
         async def one(body: dict[str, Any]) -> int:
-            async with sem, http.post(url, data=orjson.dumps(body), headers={"Content-Type": "application/json"}) as r:
+            headers = {"Content-Type": "application/json", "Authorization": f"Bearer {engine.api_key}"}
+            async with sem, http.post(url, data=orjson.dumps(body), headers=headers) as r:
                 reply = orjson.loads(await r.read())
             assert isinstance(reply["choices"][0]["message"]["content"], str)
             return int(reply["usage"]["completion_tokens"])
@@ -112,7 +113,8 @@ def fresh_engine(model: LocalModel, warm: dict[str, Any]) -> LocalEngine:
     async def warm_up() -> None:
         async with aiohttp.ClientSession() as http:
             body = {**warm, "model": engine.name, "max_tokens": 1}
-            async with http.post(engine.base_url + "/chat/completions", json=body) as r:
+            key = {"Authorization": f"Bearer {engine.api_key}"}
+            async with http.post(engine.base_url + "/chat/completions", json=body, headers=key) as r:
                 await r.read()
 
     asyncio.run(warm_up())

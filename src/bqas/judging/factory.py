@@ -85,6 +85,7 @@ def llm_config(settings: Settings, overrides: LLMOverrides | None = None) -> LLM
     o = overrides or LLMOverrides()
     local = local_model(settings, o)
     engine_info = None
+    api_key = o.api_key or settings.llm_api_key
     concurrency = o.concurrency or settings.llm_concurrency
     timeout = o.timeout or settings.llm_timeout
     if local is not None:
@@ -94,6 +95,7 @@ def llm_config(settings: Settings, overrides: LLMOverrides | None = None) -> LLM
         base_url: str | None = engine.base_url
         model: str | None = engine.name
         engine_info = engine.info()
+        api_key = engine.api_key  # the engine's own key: a configured one is for a remote server
         explicit = settings.model_fields_set
         concurrency = o.concurrency or (settings.llm_concurrency if "llm_concurrency" in explicit else local.slots)
         timeout = o.timeout or (settings.llm_timeout if "llm_timeout" in explicit else LOCAL_TIMEOUT)
@@ -108,7 +110,7 @@ def llm_config(settings: Settings, overrides: LLMOverrides | None = None) -> LLM
     return LLMConfig(
         base_url=base_url,
         model=model,
-        api_key=o.api_key or settings.llm_api_key,
+        api_key=api_key,
         structured_output=o.structured_output or settings.structured_output,
         concurrency=concurrency,
         timeout=timeout,

@@ -208,8 +208,11 @@ class LLMClient:
         self._http: aiohttp.ClientSession | None = None
         self._url = config.base_url.rstrip("/") + "/chat/completions"
         self._headers = {"Content-Type": "application/json", **config.extra_headers}
-        if config.api_key:
-            self._headers["Authorization"] = f"Bearer {config.api_key}"
+        from bqas.llm.local import engine_key  # the embedded engine takes only requests with its key
+
+        api_key = config.api_key or engine_key(config.base_url)
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
         self.cache: ResponseCache | None = None
         if config.cache_path is not None and private_folder(config.cache_path.parent, "LLM cache", "BQAS_HOME"):
             self.cache = ResponseCache(config.cache_path)

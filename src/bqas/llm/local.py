@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import secrets
+import stat
 import sys
 import threading
 import time
@@ -61,7 +63,19 @@ class LocalModel:
 
 
 def check_gguf(path: Path) -> Path:
-    """``path`` if it is a readable GGUF file; :class:`LocalEngineError` naming the file otherwise."""
+    """``path`` if it is a readable GGUF file; :class:`LocalEngineError` naming the file otherwise.
+
+    Only a regular file is opened: a FIFO or a device would block the read (or never end it)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise LocalEngineError(f"GGUF model file not found: {path}") from None
+    except OSError as exc:
+        raise LocalEngineError(f"{path}: cannot read the GGUF model file: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        raise LocalEngineError(f"{path}: is a folder; give the .gguf model file")
+    if not stat.S_ISREG(mode):
+        raise LocalEngineError(f"{path}: not a regular file (a pipe, socket or device); give the .gguf model file")
     try:
         with path.open("rb") as fh:
             magic = fh.read(4)
@@ -99,7 +113,11 @@ def _xllamacpp() -> Any:
 
 
 class LocalEngine:
-    """llama.cpp's server for one GGUF model, running in this process on 127.0.0.1 (a free port)."""
+    """llama.cpp's server for one GGUF model, running in this process on 127.0.0.1 (a free port).
+
+    Loopback is shared with every local process and user, so the server takes requests only with this
+    process's random ``api_key`` (a bearer token; :class:`~bqas.llm.client.LLMClient` sends it for
+    ``base_url``, see :func:`engine_key`). Only ``/health`` and the model list answer without it."""
 
     def __init__(self, model: LocalModel):
         model = model.resolved()
@@ -124,6 +142,8 @@ class LocalEngine:
         params.endpoint_slots = True  # GET /slots: what each slot is doing (loopback only, like the rest)
         params.endpoint_metrics = True  # GET /metrics: tokens processed and generated (Prometheus text)
         params.verbosity = -1  # llama.cpp's own log is for its developers; failures are raised below
+        self.api_key = secrets.token_urlsafe(32)
+        params.api_keys = [self.api_key]
         started = time.perf_counter()
         try:
             self._server: Any = xllamacpp.Server(params)
@@ -136,6 +156,8 @@ class LocalEngine:
         self.start_seconds = round(time.perf_counter() - started, 3)
         address = str(self._server.listening_address).rstrip("/")
         self.base_url = f"{address}/v1"
+        with _keys_lock:
+            _keys[self.base_url] = self.api_key
 
     def info(self) -> dict[str, Any]:
         """What a run records about the engine (its config and report)."""
@@ -153,6 +175,8 @@ class LocalEngine:
     def close(self) -> None:
         """Stop the server (its threads end; requests in flight are dropped)."""
         server, self._server = self._server, None
+        with _keys_lock:
+            _keys.pop(self.base_url, None)
         del server  # xllamacpp stops the server when the object is freed
 
 
@@ -165,6 +189,10 @@ def _version() -> str:
 
 _lock = threading.Lock()
 _engines: dict[LocalModel, LocalEngine] = {}
+# The API key of every engine running in this process, by its base_url (a lock of its own: an engine
+# registers while local_engine holds _lock).
+_keys_lock = threading.Lock()
+_keys: dict[str, str] = {}
 
 
 def local_engine(model: LocalModel) -> LocalEngine:
@@ -175,6 +203,13 @@ def local_engine(model: LocalModel) -> LocalEngine:
         if engine is None:
             engine = _engines[key] = LocalEngine(key)
         return engine
+
+
+def engine_key(base_url: str) -> str | None:
+    """The API key of the engine this process started at ``base_url`` (None for any other server)."""
+    wanted = base_url.rstrip("/")
+    with _keys_lock:
+        return next((key for url, key in _keys.items() if url.rstrip("/") == wanted), None)
 
 
 def started_engines() -> list[dict[str, Any]]:
