@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -216,6 +218,38 @@ def test_tiny_training_resumes_from_its_checkpoint_and_exports_an_onnx_model(tmp
     (other / "checkpoint.pt").write_bytes((out / "checkpoint.pt").read_bytes())
     with pytest.raises(ValueError, match="another configuration"):
         train_verifier(tmp_path, other, **(kwargs | {"cfg": Config(layers=1, vocab=16, batch=4, max_pairs=8)}))  # type: ignore[arg-type]
+
+
+class _RunsCode:
+    """Unpickling this runs ``touch`` on a path: what a checkpoint from elsewhere could do."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        import os
+
+        return (os.system, (f"touch {self.path}",))
+
+
+@pytest.mark.timeout(900)  # torch imports are slow on a loaded machine
+def test_resuming_refuses_a_checkpoint_that_would_run_code(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from bqas.offline.verifier.train import Config, train_verifier
+
+    write_fake_e5(tmp_path / "e5.bin")
+    pair = vdata.Pair("die Bibliothek öffnet um 8 Uhr.", "die Bibliothek öffnet um 8 Uhr.", 0, "begin", "de")
+    out = tmp_path / "run"
+    out.mkdir()
+    marker = tmp_path / "ran"
+    (out / "pairs.jsonl").write_text(json.dumps(dataclasses.asdict(pair)) + "\n", encoding="utf-8")
+    torch.save({"model": {}, "optimizer": {}, "step": 0, "config": {}, "n_pairs": 1, "x": _RunsCode(marker)},
+               out / "checkpoint.pt")  # fmt: skip
+    cfg = Config(layers=2, vocab=16, batch=4, max_pairs=8, warmup=1, max_len=32)
+    with pytest.raises(ValueError, match="not a checkpoint this training wrote"):
+        train_verifier(tmp_path, out, wice=None, scenarios=None, suite=None, e5_path=tmp_path / "e5.bin", cfg=cfg,
+                       log=lambda _: None)  # fmt: skip
+    assert not marker.exists()  # the pickled call never ran
 
 
 def test_contradiction_suite_has_100_minimal_pairs_per_language_written_apart_from_training_passages() -> None:

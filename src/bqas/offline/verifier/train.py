@@ -113,6 +113,25 @@ def _model_config(cfg: dict[str, Any]) -> dict[str, Any]:
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in cfg.items() if k not in _RUN_ONLY}
 
 
+def _load_checkpoint(torch: Any, path: Path) -> dict[str, Any]:
+    """The checkpoint this training writes, unpickled with torch's ``weights_only`` loader: tensors,
+    numbers, strings and the containers of the state dicts and the config are all it holds, so no other
+    Python global is allowed (a file from elsewhere cannot run code when it is read)."""
+    import pickle
+
+    try:
+        with torch.serialization.safe_globals([]):  # the allow-list: nothing beyond the loader's own types
+            state = torch.load(path, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(
+            f"{path}: not a checkpoint this training wrote; refused without running it ({first[:300]})"
+        ) from None
+    if not isinstance(state, dict) or not {"model", "optimizer", "step", "config", "n_pairs"} <= state.keys():
+        raise ValueError(f"{path}: not a checkpoint this training wrote (missing model, optimizer, step or config)")
+    return state
+
+
 def _batches(n: int, batch: int, rng: random.Random) -> list[list[int]]:
     idx = list(range(n))
     rng.shuffle(idx)
@@ -197,7 +216,7 @@ def train_verifier(
 
     step = 0
     if state_path.is_file():
-        state = torch.load(state_path, weights_only=False)
+        state = _load_checkpoint(torch, state_path)
         if _model_config(state["config"]) != _model_config(asdict(cfg)) or state["n_pairs"] != len(chosen):
             raise ValueError(f"{state_path}: checkpoint of another configuration; use another --out or delete it")
         net.load_state_dict(state["model"])
