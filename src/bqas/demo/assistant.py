@@ -15,7 +15,18 @@ import json
 import re
 import uuid
 import zlib
+from collections import OrderedDict
 from typing import Any
+
+# Conversations remembered (the turn count of each), the least recently used forgotten first, and the
+# longest session id taken: a client cannot grow the assistant's memory without bound.
+MAX_SESSIONS = 10_000
+MAX_SESSION_CHARS = 200
+
+
+class BadRequest(ValueError):
+    """A request body the assistant cannot read (answered 400 with the reason)."""
+
 
 RULES: tuple[tuple[str, str, str], ...] = (  # (intent, pattern, answer; {rest} is what the teacher said after it)
     ("reminder_schedule", r"\b(jeden|jede|wöchentlich|immer am)\b", "Wiederkehrende Erinnerung angelegt: {rest}."),
@@ -77,24 +88,32 @@ def build_app(latency_ms: float = 0.0) -> Any:
     """The aiohttp application (``latency_ms``: wait this long before each answer)."""
     from aiohttp import web
 
-    turns: dict[str, int] = {}
+    turns: OrderedDict[str, int] = OrderedDict()
 
     async def answer_of(text: str, session: str | None) -> dict[str, Any]:
         if latency_ms:
             await asyncio.sleep(latency_ms / 1000)
         session = session or uuid.uuid4().hex
         turns[session] = turns.get(session, 0) + 1
+        turns.move_to_end(session)
+        while len(turns) > MAX_SESSIONS:
+            turns.popitem(last=False)
         intent, answer = understand(text)
         return {"answer": answer, "intent": {"name": intent}, "sources": [{"text": f} for f in retrieve(text)],
                 "session": session, "turn": turns[session]}  # fmt: skip
 
     async def chat(request: web.Request) -> web.Response:
-        body = await request.json()
-        return web.json_response(await answer_of(str(body.get("text") or ""), body.get("session")))
+        body = await _body(request)
+        return web.json_response(await answer_of(_text(body, "text"), _session(body, "session")))
 
     async def openai(request: web.Request) -> web.Response:
-        body = await request.json()
-        user = [m.get("content", "") for m in body.get("messages", []) if m.get("role") == "user"]
+        body = await _body(request)
+        messages = body.get("messages", [])
+        if not isinstance(messages, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("content", ""), str) for m in messages
+        ):
+            raise BadRequest("messages: expected a list of {role, content} objects with text content")
+        user = [m.get("content", "") for m in messages if m.get("role") == "user"]
         reply = await answer_of(user[-1] if user else "", None)
         content = json.dumps({"answer": reply["answer"], "intent": reply["intent"]["name"]}, ensure_ascii=False)
         usage = {"prompt_tokens": sum(len(u.split()) for u in user), "completion_tokens": len(reply["answer"].split())}
@@ -103,8 +122,8 @@ def build_app(latency_ms: float = 0.0) -> Any:
                                                "finish_reason": "stop"}]})  # fmt: skip
 
     async def dify(request: web.Request) -> web.Response:
-        body = await request.json()
-        reply = await answer_of(str(body.get("query") or ""), body.get("conversation_id") or None)
+        body = await _body(request)
+        reply = await answer_of(_text(body, "query"), _session(body, "conversation_id"))
         facts = [s["text"] for s in reply["sources"]]
         answer = facts[0] if facts else "Dazu finde ich in den Unterlagen nichts."
         resources = [
@@ -116,12 +135,49 @@ def build_app(latency_ms: float = 0.0) -> Any:
                                                "usage": {"prompt_tokens": 40, "completion_tokens": len(answer.split()),
                                                          "total_tokens": 40 + len(answer.split())}}})  # fmt: skip
 
-    app = web.Application()
+    @web.middleware
+    async def bad_requests(request: web.Request, handler: Any) -> web.StreamResponse:
+        try:
+            response: web.StreamResponse = await handler(request)
+        except BadRequest as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        return response
+
+    app = web.Application(middlewares=[bad_requests])
     app.router.add_post("/chat", chat)
     app.router.add_post("/v1/chat/completions", openai)
     app.router.add_post("/v1/chat-messages", dify)
     app.router.add_get("/healthz", healthz)
     return app
+
+
+async def _body(request: Any) -> dict[str, Any]:
+    """The request's JSON object; :class:`BadRequest` for anything else."""
+    try:
+        body = json.loads(await request.read())
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser's limit
+        raise BadRequest("the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise BadRequest(f"expected a JSON object, got {type(body).__name__}")
+    return body
+
+
+def _text(body: dict[str, Any], name: str) -> str:
+    value = body.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise BadRequest(f"{name}: expected text")
+    return value
+
+
+def _session(body: dict[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str) or len(value) > MAX_SESSION_CHARS:
+        raise BadRequest(f"{name}: expected an id of at most {MAX_SESSION_CHARS} characters")
+    return value
 
 
 async def healthz(_: Any) -> Any:
