@@ -291,3 +291,16 @@ def test_no_secret_form_survives_in_stored_or_shown_output(
     assert _leaks(result.output.encode()) == []
     for file in files:
         assert _leaks(file.read_bytes()) == [], file
+
+
+def test_any_other_failure_in_one_samples_call_is_its_target_error(tmp_path: Path, bqas_home: Path) -> None:
+    """A python target's reply that can be neither written as JSON nor printed: the exception is that
+    sample's target error, and the other sample is scored."""
+    target = {"type": "python", "function": "hostile_functions:unprintable"}
+    path = write_scenario(tmp_path, [_sample(0), _sample(1)], target)
+    result = _run(str(path), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 1, result.output
+    by_id = {r["response_id"]: r for r in records(tmp_path / "out")}
+    assert by_id["s000"]["status"] == "scored"
+    assert by_id["s001"]["status"] == "target_error"
+    assert by_id["s001"]["target_error"] == "RuntimeError: repr refused"
