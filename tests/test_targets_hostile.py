@@ -304,3 +304,59 @@ def test_any_other_failure_in_one_samples_call_is_its_target_error(tmp_path: Pat
     assert by_id["s000"]["status"] == "scored"
     assert by_id["s001"]["status"] == "target_error"
     assert by_id["s001"]["target_error"] == "RuntimeError: repr refused"
+
+
+def test_same_origin_redirects_are_followed_only_when_asked(
+    tmp_path: Path, bqas_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``redirects: same-origin``: a 307 to another path of the same server is followed (the body goes
+    along); a 302 to another port is still a target error that sends nothing there. By default the 307
+    is a target error too."""
+    monkeypatch.setenv("ASSISTANT_KEY", "key-4711-never-elsewhere")
+    elsewhere: list[str] = []
+
+    @web.middleware
+    async def other(request: web.Request, handler: Any) -> web.Response:
+        elsewhere.append(request.raw_path)
+        return web.json_response({"answer": "von woanders", "intent": "reminder"})
+
+    with ServedApp(web.Application(middlewares=[other])) as stranger:
+        moved: list[tuple[str, str | None, dict[str, Any]]] = []
+
+        async def chat(request: web.Request) -> web.Response:
+            body = await request.json()
+            if body["text"].endswith(" 1"):
+                raise web.HTTPFound(f"{stranger.url}/chat")
+            raise web.HTTPTemporaryRedirect("/v2/chat")
+
+        async def v2(request: web.Request) -> web.Response:
+            body = await request.json()
+            moved.append((request.method, request.headers.get("X-Api-Key"), body))
+            return web.json_response({"answer": "Gern.", "intent": "reminder"})
+
+        application = web.Application()
+        application.router.add_post("/chat", chat)
+        application.router.add_post("/v2/chat", v2)
+        with ServedApp(application) as server:
+            target = {
+                "type": "http",
+                "url": f"{server.url}/chat",
+                "headers": {"X-Api-Key": "${ASSISTANT_KEY}"},
+                "body": {"text": "{user_input}"},
+                "outputs": OUTPUTS,
+                "retries": 0,
+            }
+            (tmp_path / "same").mkdir()
+            write_scenario(tmp_path / "same", [_sample(0), _sample(1)], {**target, "redirects": "same-origin"})
+            followed = _run(str(tmp_path / "same" / "scenario.yaml"), "--out", str(tmp_path / "a"))
+            write_scenario(tmp_path, [_sample(0)], target)
+            default = _run(str(tmp_path / "scenario.yaml"), "--out", str(tmp_path / "b"))
+    assert elsewhere == []
+    assert moved == [("POST", "key-4711-never-elsewhere", {"text": "Erinnere mich an Nummer 0"})]
+    assert followed.exit_code == 1, followed.output
+    same = {r["response_id"]: r for r in records(tmp_path / "a")}
+    assert same["s000"]["status"] == "scored" and same["s000"]["target"]["status"] == 200
+    assert same["s001"]["status"] == "target_error" and "another origin; not followed" in same["s001"]["target_error"]
+    (plain,) = records(tmp_path / "b")
+    assert plain["status"] == "target_error" and "redirects to /v2/chat" in plain["target_error"]
+    assert default.exit_code == 1, default.output

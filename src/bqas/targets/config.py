@@ -75,6 +75,8 @@ class _Common(BaseModel):
     concurrency: int = Field(default=16, ge=1, le=1024)
     timeout: float = Field(default=30.0, gt=0, le=3600)
     retries: int = Field(default=2, ge=0, le=20)
+    # A 3xx is a target error ("none"), or followed when it stays on the same scheme, host and port.
+    redirects: Literal["none", "same-origin"] = "none"
 
 
 class _Outputs(BaseModel):

@@ -123,6 +123,7 @@ class TargetClient:
             retries=target.retries,
             concurrency=target.concurrency,
             max_reply_bytes=max_reply_bytes,
+            redirects=target.redirects,
         )
         self.transport.scrub = lambda raw: self.scrubber.bytes(raw)
 

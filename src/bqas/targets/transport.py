@@ -2,9 +2,11 @@
 ``Retry-After`` (the LLM client's :class:`~bqas.llm.retry.RetryPolicy`), and replies read no further than
 ``BQAS_TARGET_MAX_REPLY_BYTES``. A request that gets no usable answer raises :class:`TargetFailure`.
 
-Redirects are not followed: the assistant under test is somebody else's server, and a redirect would send
-the request (with its secret headers) wherever the reply points and have its answer scored as the target's.
-A 3xx is a target error naming where it pointed."""
+Redirects are not followed by default: the assistant under test is somebody else's server, and a redirect
+would send the request (with its secret headers) wherever the reply points and have its answer scored as
+the target's. A 3xx is a target error naming where it pointed. With ``redirects="same-origin"`` a redirect
+to the same scheme, host and port is followed (at most :data:`MAX_REDIRECTS` in a row); one to any other
+origin is still a target error, so no header ever reaches another origin."""
 
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ from bqas.targets.reply import TargetFailure, excerpt
 # What a header may not hold (aiohttp refuses it, and it could end the header and start another).
 _UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
+# Redirects followed in a row within one attempt (with redirects="same-origin").
+MAX_REDIRECTS = 5
+
 # The wait between attempts (a name of its own, so that a test can see the waits without sleeping them).
 _sleep = asyncio.sleep
 
@@ -41,8 +46,11 @@ class HTTPAnswer:
 class Transport:
     """One connection pool per run and target (created inside the running event loop)."""
 
-    def __init__(self, *, timeout: float, retries: int, concurrency: int, max_reply_bytes: int):
+    def __init__(
+        self, *, timeout: float, retries: int, concurrency: int, max_reply_bytes: int, redirects: str = "none"
+    ):
         self.timeout = timeout
+        self.redirects = redirects
         self.retry = RetryPolicy(max_retries=retries)
         self.concurrency = concurrency
         self.max_reply_bytes = max_reply_bytes
@@ -76,6 +84,7 @@ class Transport:
             if _UNSENDABLE.search(name) or _UNSENDABLE.search(value):
                 raise TargetFailure(f"header {name}: holds a line break or control character; not sent")
         attempt = 0
+        hops = 0
         while True:
             attempt += 1
             status: int | None = None
@@ -108,10 +117,26 @@ class Transport:
             if status is not None and 200 <= status < 300:
                 return HTTPAnswer(status, raw, latency, attempt)
             if status is not None and 300 <= status < 400:
+                following = _same_origin(url, location) if self.redirects == "same-origin" else None
+                if following is not None and hops < MAX_REDIRECTS:
+                    hops += 1
+                    attempt -= 1  # a redirect followed is part of the same attempt
+                    url = following
+                    if status == 303 or (status in (301, 302) and method == "POST"):
+                        method, data = "GET", None  # what clients do with these (307 and 308 keep the body)
+                        sent_headers.pop("Content-Type", None)
+                    continue
                 where = excerpt(self.scrub((location or "no Location header").encode()), 500)
+                why = (
+                    f"more than {MAX_REDIRECTS} redirects in a row"
+                    if following is not None
+                    else "another origin; not followed"
+                    if self.redirects == "same-origin"
+                    else "redirects are not followed (point target.url at the final address, or set "
+                    "target.redirects: same-origin)"
+                )
                 raise TargetFailure(
-                    f"HTTP {status}: the target redirects to {where}; redirects are not followed "
-                    "(point target.url at the final address)",
+                    f"HTTP {status}: the target redirects to {where}; {why}",
                     status=status,
                     raw=raw,
                     attempts=attempt,
@@ -148,3 +173,19 @@ class Transport:
                     attempts=attempt,
                 )
         return bytes(data)
+
+
+def _same_origin(url: str, location: str | None) -> str | None:
+    """``location`` resolved against ``url`` when it has the same scheme, host and port; else None."""
+    from yarl import URL
+
+    if not location:
+        return None
+    try:
+        base = URL(url)
+        resolved = base.join(URL(location))
+    except ValueError:
+        return None
+    if (resolved.scheme, resolved.host, resolved.port) != (base.scheme, base.host, base.port):
+        return None
+    return str(resolved)
