@@ -134,7 +134,7 @@ class TargetClient:
         except TargetFailure as exc:
             reply.error, reply.status, reply.attempts = exc.reason, exc.status, exc.attempts
             reply.latency_ms = exc.latency_ms
-            reply.keep_raw(self.scrubber.bytes(exc.raw))
+            reply.keep_raw(exc.raw)  # scrubbed whole by the transport
         except UnmappableReply as exc:
             reply.error = str(exc)
         except KeyError as exc:  # a {field} the sample lacks
@@ -161,8 +161,7 @@ class TargetClient:
         raise NotImplementedError
 
     def _answered(self, reply: TargetReply, answer: HTTPAnswer) -> None:
-        """Record the answer; its body is scrubbed from here on (before it is cut, parsed or quoted)."""
-        answer.body = self.scrubber.bytes(answer.body)
+        """Record the answer (its body scrubbed whole by the transport, before anything was cut from it)."""
         reply.status, reply.latency_ms, reply.attempts = answer.status, answer.latency_ms, answer.attempts
         reply.keep_raw(answer.body)
 

@@ -26,6 +26,9 @@ from bqas.targets.reply import TargetFailure, excerpt
 # What a header may not hold (aiohttp refuses it, and it could end the header and start another).
 _UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
+# Bodies larger than this are scrubbed in a worker thread.
+_OFF_LOOP_BYTES = 256 * 1024
+
 # Redirects followed in a row within one attempt (with redirects="same-origin").
 MAX_REDIRECTS = 5
 
@@ -56,7 +59,8 @@ class Transport:
         self.max_reply_bytes = max_reply_bytes
         self._http: aiohttp.ClientSession | None = None
         self._limit: asyncio.Semaphore | None = None
-        # Applied to a reply's whole body before any of it is quoted in a reason (the client's secrets).
+        # Applied to a reply's whole body as soon as it is read, before any of it is cut, parsed or quoted
+        # (the client's secrets): every body this transport hands on is scrubbed.
         self.scrub: Callable[[bytes], bytes] = lambda raw: raw
 
     def _session(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
@@ -99,7 +103,7 @@ class Transport:
                     ) as response:
                         # The body is read before the status counts: a 2xx whose body never arrives (or
                         # breaks off) is a timeout or a connection error, retried like one.
-                        raw = await self._read(response, attempt)
+                        raw = await self._scrubbed(await self._read(response, attempt))
                         status = response.status
                         retry_after = parse_retry_after(response.headers.get("Retry-After"))
                         location = response.headers.get("Location")
@@ -144,7 +148,7 @@ class Transport:
                 )
             if status is not None:
                 failure = TargetFailure(
-                    f"HTTP {status}: {excerpt(self.scrub(raw))}",
+                    f"HTTP {status}: {excerpt(raw)}",
                     status=status,
                     raw=raw,
                     attempts=attempt,
@@ -160,6 +164,10 @@ class Transport:
                 raise failure
             await _sleep(wait)
 
+    async def _scrubbed(self, raw: bytes) -> bytes:
+        # A few MB take tens of milliseconds to search: in a worker thread, not on the event loop.
+        return await asyncio.to_thread(self.scrub, raw) if len(raw) > _OFF_LOOP_BYTES else self.scrub(raw)
+
     async def _read(self, response: aiohttp.ClientResponse, attempt: int) -> bytes:
         """The body, read no further than ``max_reply_bytes`` (a runaway reply is refused, not buffered)."""
         data = bytearray()
@@ -169,7 +177,8 @@ class Transport:
                 raise TargetFailure(
                     f"the reply exceeds {self.max_reply_bytes} bytes (BQAS_TARGET_MAX_REPLY_BYTES); not read further",
                     status=response.status,
-                    raw=self.scrub(bytes(data))[:1024],  # whole secrets replaced before the cut
+                    # Whole secrets replaced before the cut (the first 64 KiB hold any that the cut meets).
+                    raw=self.scrub(bytes(data[: 64 * 1024]))[:1024],
                     attempts=attempt,
                 )
         return bytes(data)
