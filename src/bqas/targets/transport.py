@@ -131,14 +131,13 @@ class Transport:
                         sent_headers.pop("Content-Type", None)
                     continue
                 where = excerpt(self.scrub((location or "no Location header").encode()), 500)
-                why = (
-                    f"more than {MAX_REDIRECTS} redirects in a row"
-                    if following is not None
-                    else "another origin; not followed"
-                    if self.redirects == "same-origin"
-                    else "redirects are not followed (point target.url at the final address, or set "
-                    "target.redirects: same-origin)"
-                )
+                if following is not None:
+                    why = f"more than {MAX_REDIRECTS} redirects in a row"
+                elif self.redirects == "same-origin":
+                    why = "another origin; not followed"
+                else:
+                    why = "redirects are not followed (point the target at the final address, or set "
+                    why += "redirects: same-origin)"
                 raise TargetFailure(
                     f"HTTP {status}: the target redirects to {where}; {why}",
                     status=status,
