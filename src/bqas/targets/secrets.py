@@ -27,7 +27,9 @@ def _forms(value: str) -> set[str]:
     forms = {value, html.escape(value), html.escape(value, quote=False)}
     for ascii_only in (True, False):
         escaped = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
-        forms |= {escaped, escaped.replace("/", "\\/")}
+        # "\/" (PHP, many frameworks) and "\u003c" for <, > and & (Go's encoding/json).
+        html_safe = escaped.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        forms |= {escaped, escaped.replace("/", "\\/"), html_safe, html_safe.replace("/", "\\/")}
     for encoded in (quote(value, safe=""), quote(value), quote_plus(value, safe="")):
         forms |= {encoded, re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), encoded)}
     data = value.encode("utf-8", errors="surrogatepass")
