@@ -92,10 +92,10 @@ def test_the_limit_answers_503_at_once_and_frees_its_place_when_a_request_ends()
     asyncio.run(scenario())
 
 
-def test_the_default_follows_the_llm_slots() -> None:
-    assert default_max_in_flight(16) == 32
-    assert default_max_in_flight(4) == 32
-    assert default_max_in_flight(64) == 128
+def test_the_default_follows_the_offline_workers_and_the_llm_slots() -> None:
+    assert default_max_in_flight(2, 0) == 8
+    assert default_max_in_flight(8, 0) == 32
+    assert default_max_in_flight(2, 16) == 40
 
 
 @pytest.fixture

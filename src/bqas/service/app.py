@@ -27,7 +27,7 @@ from bqas import __version__
 from bqas.auth.keys import Authenticator
 from bqas.auth.throttle import FailureThrottle
 from bqas.judging.spec import default_registry
-from bqas.judging.workers import run_cpu
+from bqas.judging.workers import offline_workers, run_cpu
 from bqas.review.memory import embedder as memory_embedder
 from bqas.review.settings import get_review_settings
 from bqas.review.web import review_router
@@ -473,7 +473,10 @@ def create_app(
 
     # The last added is the outermost: metrics see every answer, 413 and 503 included; the body limit acts
     # before anything reads the body; a request refused for its size never counts as in progress.
-    max_in_flight = service.max_in_flight or default_max_in_flight(settings.llm_concurrency)
+    llm_configured = settings.llm_base_url is not None or settings.llm_gguf is not None
+    max_in_flight = service.max_in_flight or default_max_in_flight(
+        offline_workers(), settings.llm_concurrency if llm_configured else 0
+    )
     metrics.in_flight_limit.set(max_in_flight)
     app.add_middleware(InFlightLimit, max_in_flight=max_in_flight, gauge=metrics.in_flight)
     app.add_middleware(BodySizeLimit, max_bytes=service.max_body_bytes)

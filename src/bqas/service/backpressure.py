@@ -24,13 +24,14 @@ OVERLOADED = "overloaded"
 SCORING_PATHS: frozenset[str] = frozenset({"/api/score"})
 
 
-def default_max_in_flight(llm_concurrency: int) -> int:
-    """Twice the LLM connection slots, at least 32: every slot busy with one request waiting behind it.
+def default_max_in_flight(offline_workers: int, llm_slots: int) -> int:
+    """Four requests per offline worker, plus two per LLM connection slot where an LLM is configured.
 
-    Offline judging on two cores answers RAG requests at about 30 ms of CPU each, so 32 waiting requests
-    are about a second of work: the limit bites before latency runs away, and a half-loaded server never
-    meets it (by Little's law 30 requests/s at 50 ms each keep 1.5 in progress)."""
-    return max(32, 2 * llm_concurrency)
+    Offline judging takes about 30 ms of CPU for a RAG request with contexts, so four waiting per worker
+    keep the queue near a tenth of a second on a machine that has its cores; an LLM call takes seconds, so
+    its slots are filled and as many requests again may wait for them. By Little's law a server at half
+    its capacity holds far fewer requests than this (30 requests/s at 50 ms each keep 1.5 in progress)."""
+    return max(8, 4 * offline_workers) + 2 * llm_slots
 
 
 class InFlightLimit:
