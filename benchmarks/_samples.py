@@ -198,40 +198,74 @@ def rag_samples(n: int, seed: int = 15, languages: tuple[str, ...] = ("de", "zh"
 
 # ------------------------------------------------------------------------------------------- voice
 _VOICE = [
-    ("Stell einen Timer auf {m} Minuten", "timer", "Timer auf {m} Minuten gestellt."),
-    ("Erinnere mich {day_word} um {h1} Uhr an die Konferenz", "reminder", "Ich erinnere dich {day_word} um {h1} Uhr an die Konferenz."),
-    ("Notiz zur {cls}: {n_pupils} Kinder haben die Hausaufgaben vergessen", "student_observation", "Notiz für die {cls} gespeichert: {n_pupils} Kinder ohne Hausaufgaben."),
-    ("Wie viele Stunden habe ich am {weekday}", "schedule_query", "Am {weekday} hast du {k} Stunden, die erste um {h1} Uhr."),
-    ("Trag für die {cls} eine Vertretung in der {k}. Stunde ein", "substitution", "Vertretung für die {cls} in der {k}. Stunde eingetragen."),
-    ("Schreib den Eltern der {cls}, dass der Ausflug am {weekday} stattfindet", "parent_letter", "Entwurf an die Eltern der {cls}: Der Ausflug findet am {weekday} statt."),
+    ("Stell einen Timer auf {m} Minuten für die {cls}", "timer", "Timer auf {m} Minuten für die {cls} gestellt."),
+    ("Erinnere mich {day_word} um {h1}:{mm} Uhr an die {event}", "reminder", "Ich erinnere dich {day_word} um {h1}:{mm} Uhr an die {event}."),
+    ("Notiz zur {cls}: {pupil} hat {what} vergessen", "student_observation", "Notiz für die {cls} gespeichert: {pupil} hat {what} vergessen."),
+    ("Wie viele Stunden habe ich am {weekday} in der {cls}", "schedule_query", "Am {weekday} hast du {k} Stunden in der {cls}, die erste um {h1}:{mm} Uhr."),
+    ("Trag für die {cls} eine Vertretung in {subject} in der {k}. Stunde ein", "substitution", "Vertretung für die {cls} in {subject} in der {k}. Stunde eingetragen."),
+    ("Schreib den Eltern der {cls}, dass {event_short} am {weekday} stattfindet", "parent_letter", "Entwurf an die Eltern der {cls}: {event_short_cap} findet am {weekday} statt."),
+    ("Erstell ein Arbeitsblatt zu {topic} für die {cls} mit {n} Aufgaben", "worksheet_generate", "Arbeitsblatt zu {topic} für die {cls} mit {n} Aufgaben erstellt."),
+    ("Hat {pupil} aus der {cls} die Hausaufgaben in {subject} abgegeben", "homework_check", "Ja, {pupil} aus der {cls} hat die Hausaufgaben in {subject} am {weekday} abgegeben."),
 ]  # fmt: skip
 _WEEKDAYS = ["Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag"]
+_PUPILS = ["Lena", "Jonas", "Mia", "Elif", "Noah", "Emre", "Sophie", "Paul", "Aylin", "Ben", "Hannah", "Luca"]
+_EVENTS = ["Konferenz", "Zeugniskonferenz", "Elternsprechstunde", "Fachschaftssitzung", "Pausenaufsicht"]
+_OUTINGS = ["der Ausflug", "der Wandertag", "das Sportfest", "die Theaterprobe", "der Museumsbesuch"]
+_SUBJECTS = ["Mathe", "Deutsch", "Englisch", "Bio", "Physik", "Geschichte", "Kunst", "Sport"]
+_TOPICS = ["Bruchrechnung", "Photosynthese", "Satzglieder", "Vokabeln Unit 3", "Weimarer Republik", "Optik"]
+_FORGOTTEN = ["die Hausaufgaben", "das Sportzeug", "den Taschenrechner", "das Heft", "die Unterschrift"]
+
+
+def _voice_turn(rng: random.Random) -> tuple[str, str, str]:
+    ask, intent, answer = rng.choice(_VOICE)
+    outing = rng.choice(_OUTINGS)
+    slots = {
+        "m": rng.randint(1, 90),
+        "h1": rng.randint(6, 18),
+        "mm": rng.choice(["00", "15", "30", "45"]),
+        "k": rng.randint(1, 8),
+        "n": rng.randint(3, 20),
+        "day_word": rng.choice(["morgen", "übermorgen", "heute"]),
+        "cls": f"{rng.randint(5, 13)}{rng.choice('abcd')}",
+        "pupil": rng.choice(_PUPILS),
+        "weekday": rng.choice(_WEEKDAYS),
+        "event": rng.choice(_EVENTS),
+        "event_short": outing,
+        "event_short_cap": outing[0].upper() + outing[1:],
+        "subject": rng.choice(_SUBJECTS),
+        "topic": rng.choice(_TOPICS),
+        "what": rng.choice(_FORGOTTEN),
+    }
+    return ask.format(**slots), intent, answer.format(**slots)
 
 
 def voice_samples(n: int, seed: int = 15) -> list[dict[str, Any]]:
-    """``n`` distinct short German voice turns (user_input, detected/expected intent, response)."""
+    """``n`` distinct short German voice turns (user_input, detected/expected intent, response).
+
+    Distinct by construction: a turn already drawn is drawn again, and a request for more turns than the
+    templates can make distinct fails instead of repeating (a repeat would be answered from the caches)."""
     rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        ask, intent, answer = rng.choice(_VOICE)
-        slots = {
-            "m": rng.randint(1, 90),
-            "h1": rng.randint(6, 18),
-            "k": rng.randint(1, 8),
-            "day_word": rng.choice(["morgen", "übermorgen", "heute"]),
-            "cls": f"{rng.randint(5, 13)}{rng.choice('abcd')}",
-            "n_pupils": rng.randint(2, 12),
-            "weekday": rng.choice(_WEEKDAYS),
-        }
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    misses = 0  # draws in a row that repeated an earlier turn: many mean the templates are exhausted
+    while len(out) < n:
+        ask, intent, answer = _voice_turn(rng)
+        if ask in seen:
+            misses += 1
+            if misses > 20_000:
+                raise ValueError(f"voice_samples: only {len(out)} distinct turns can be made, {n} asked")
+            continue
+        misses = 0
+        seen.add(ask)
         out.append(
             {
-                "id": f"voice-{i:05d}",
+                "id": f"voice-{len(out):05d}",
                 "judge": "voice",
                 "language": "de",
-                "user_input": ask.format(**slots),
+                "user_input": ask,
                 "detected_intent": intent,
                 "expected_intent": intent,
-                "response": answer.format(**slots),
+                "response": answer,
             }
         )
     return out

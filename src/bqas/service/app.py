@@ -27,10 +27,11 @@ from bqas import __version__
 from bqas.auth.keys import Authenticator
 from bqas.auth.throttle import FailureThrottle
 from bqas.judging.spec import default_registry
-from bqas.judging.workers import run_cpu
+from bqas.judging.workers import offline_workers, run_cpu
 from bqas.review.memory import embedder as memory_embedder
 from bqas.review.settings import get_review_settings
 from bqas.review.web import review_router
+from bqas.service.backpressure import InFlightLimit, default_max_in_flight
 from bqas.service.config import ServiceSettings
 from bqas.service.errors import install_error_handlers
 from bqas.service.jobs import status_view, submit, submit_once
@@ -470,8 +471,14 @@ def create_app(
         # In the thread pool: the queue's series are read from the database at each scrape.
         return Response(await run_in_threadpool(state.metrics.render), media_type=CONTENT_TYPE_LATEST)
 
-    # The last added is the outermost: metrics see every answer, 413 included; the body limit acts
-    # before anything reads the body.
+    # The last added is the outermost: metrics see every answer, 413 and 503 included; the body limit acts
+    # before anything reads the body; a request refused for its size never counts as in progress.
+    llm_configured = settings.llm_base_url is not None or settings.llm_gguf is not None
+    max_in_flight = service.max_in_flight or default_max_in_flight(
+        offline_workers(), settings.llm_concurrency if llm_configured else 0
+    )
+    metrics.in_flight_limit.set(max_in_flight)
+    app.add_middleware(InFlightLimit, max_in_flight=max_in_flight, gauge=metrics.in_flight)
     app.add_middleware(BodySizeLimit, max_bytes=service.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

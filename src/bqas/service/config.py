@@ -32,6 +32,10 @@ class ServiceSettings(BaseSettings):
     # 0 switches the limit off.
     rate_limit: float = Field(default=50.0, ge=0)
     rate_burst: int = Field(default=100, ge=1)
+    # Backpressure (bqas.service.backpressure): synchronous scoring requests in progress per process; one
+    # more is answered 503 with Retry-After. None: 4 per offline worker (at least 8), plus twice
+    # BQAS_LLM_CONCURRENCY when an LLM is configured (bqas.service.backpressure.default_max_in_flight).
+    max_in_flight: int | None = Field(default=None, ge=1)
     # Seconds a client is told to wait (Retry-After) when the LLM cannot be reached.
     llm_retry_after: int = Field(default=30, ge=1)
     # Seconds a client is told to wait (Retry-After, with 503) while the database cannot be reached.

@@ -53,6 +53,18 @@ class ServiceMetrics:
         self.llm_errors = Counter(
             "bqas_llm_errors", "Judgments whose LLM could not be reached or answered.", registry=self.registry
         )
+        # Backpressure (bqas.service.backpressure): synchronous scoring requests in progress, and the limit
+        # beyond which they are answered 503.
+        self.in_flight = Gauge(
+            "bqas_in_flight_requests",
+            "Synchronous scoring requests in progress in this process.",
+            registry=self.registry,
+        )
+        self.in_flight_limit = Gauge(
+            "bqas_in_flight_limit",
+            "Synchronous scoring requests this process takes at once (BQAS_MAX_IN_FLIGHT); more get 503.",
+            registry=self.registry,
+        )
         self.jobs = Counter("bqas_jobs", "Jobs finished, by status.", ["status"], registry=self.registry)
         # A judgment's time split (bqas.judging.timing): its own work, and its wait for a free offline
         # worker or LLM connection slot. Not the job queue's gauges below: this wait is inside a judgment.
