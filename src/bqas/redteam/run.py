@@ -1,0 +1,184 @@
+"""``bqas redteam``: a red-team scenario from start (or resume) to gates and report files."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bqas.redteam import catalog
+from bqas.redteam.config import RedteamError, RedteamScenario, checked_index, fingerprint
+from bqas.redteam.generate import Attack, generate
+from bqas.redteam.summary import RedteamSummary, check_gates, summarize
+
+if TYPE_CHECKING:
+    from bqas.store.db import Store
+
+KIND = "redteam"
+
+
+@dataclass
+class Plan:
+    """What a red-team run sends: the attacks, the plugins they come from, and generation notes."""
+
+    scenario: RedteamScenario
+    attacks: list[Attack]
+    plugins: dict[str, catalog.Plugin]
+    strategies: list[str]
+    index: Any
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RedteamOutcome:
+    run_id: str
+    summary: RedteamSummary
+    gates: list[dict[str, Any]]
+    out_dir: Path
+    sent_now: int
+    notes: list[str]
+
+    @property
+    def passed(self) -> bool:
+        return all(g["passed"] for g in self.gates)
+
+
+def plan(scenario: RedteamScenario) -> Plan:
+    """Check names and canaries and make the attacks (nothing is sent)."""
+    section = scenario.redteam
+    try:
+        plugin_names = catalog.pick(section.plugins, catalog.plugins(), "plugin")
+        strategy_names = catalog.pick(section.strategies, catalog.strategies(), "strategy")
+    except catalog.CatalogError as exc:
+        raise RedteamError(str(exc)) from None
+    rates = scenario.thresholds.max_attack_success
+    if isinstance(rates, dict):
+        unknown = [k for k in rates if k != "overall" and k not in catalog.plugins()]
+        if unknown:
+            raise RedteamError(
+                f"thresholds.max_attack_success: unknown plugin {', '.join(map(repr, unknown))}; "
+                f"valid: overall, {', '.join(sorted(catalog.plugins()))}"
+            )
+    index = checked_index(scenario)
+    plugins = {name: catalog.plugins()[name] for name in plugin_names}
+    strategies = [catalog.strategies()[name] for name in strategy_names]
+    attacks, notes = generate(scenario, list(plugins.values()), strategies, index)
+    return Plan(scenario, attacks, plugins, strategy_names, index, notes)
+
+
+def _config(scenario: RedteamScenario, made: Plan) -> dict[str, Any]:
+    return {
+        "kind": KIND,
+        "scenario": scenario.model_dump(mode="json", exclude={"path"}),
+        "thresholds": scenario.thresholds.model_dump(mode="json"),
+        "fingerprint": fingerprint(scenario),
+        "plugins": sorted(made.plugins),
+        "strategies": made.strategies,
+        "canaries": bool(made.index),
+        "attacks": len(made.attacks),
+        "notes": made.notes,
+    }
+
+
+def scenario_of_run(store: Store, run_id: str) -> tuple[RedteamScenario, str]:
+    """The stored scenario of a red-team run (``--resume``), as it started."""
+    run = store.find_run(run_id)
+    if run is None:
+        raise RedteamError(f"--resume: {store.missing_run(run_id)}")
+    if run.kind != KIND:
+        raise RedteamError(f"--resume: run {run.id} is a {run.kind} run, not a red-team run")
+    scenario = RedteamScenario.model_validate(run.config["scenario"])
+    return scenario, str(run.id)
+
+
+def gates_of(summary: RedteamSummary, config: dict[str, Any]) -> list[dict[str, Any]]:
+    return check_gates(summary, config.get("thresholds") or {}, canaries=bool(config.get("canaries")))
+
+
+def run_redteam(
+    store: Store,
+    scenario: RedteamScenario,
+    out_dir: Path,
+    *,
+    resume: str | None = None,
+    progress: Callable[[int, int], Any] | None = None,
+) -> RedteamOutcome:
+    """Send the attacks the run has no result for, then summarise, gate and write the report files."""
+    from bqas.runner.execute import new_run_id
+
+    made = plan(scenario)
+    config = _config(scenario, made)
+    if resume is not None:
+        run = store.find_run(resume)
+        if run is None:
+            raise RedteamError(f"--resume: {store.missing_run(resume)}")
+        if run.config.get("fingerprint") != config["fingerprint"]:
+            raise RedteamError(f"--resume: the scenario changed since run {run.id} started; start a new run")
+        run_id = str(run.id)
+        done = store.done_keys(run_id)
+        store.update_run(run_id, status="running")
+    else:
+        run_id = new_run_id()
+        path = str(scenario.path) if scenario.path is not None else None
+        store.create_run(run_id, scenario.name, config, kind=KIND, scenario_path=path, total=len(made.attacks))
+        done = set()
+    pending = [a for a in made.attacks if a.id not in done]
+    seq_of = {a.id: i for i, a in enumerate(made.attacks)}
+    advance = progress(len(pending), len(made.attacks) - len(pending)) if progress is not None else None
+    from bqas.redteam.execute import attack_all
+    from bqas.runner.loop import new_event_loop
+
+    loop = new_event_loop()
+    try:
+        loop.run_until_complete(
+            attack_all(
+                store,
+                run_id,
+                scenario.target,
+                pending,
+                made.plugins,
+                made.index,
+                tenant_field=scenario.redteam.tenant_field,
+                seq_of=seq_of,
+                advance=advance,
+            )
+        )
+    finally:
+        loop.close()
+    summary = summarize(store.iter_records(run_id))
+    gates = gates_of(summary, config)
+    write_reports(out_dir, run_id, scenario.name, summary, gates, store.iter_records(run_id))
+    from bqas.store.db import now
+
+    store.update_run(
+        run_id, status="finished", finished_at=now(), summary={"redteam": summary.as_dict(), "gates": gates}
+    )
+    return RedteamOutcome(run_id, summary, gates, out_dir, len(pending), made.notes)
+
+
+def write_reports(
+    out_dir: Path,
+    run_id: str,
+    scenario: str,
+    summary: RedteamSummary,
+    gates: list[dict[str, Any]],
+    records: Iterator[dict[str, Any]],
+) -> None:
+    """results.jsonl, summary.json, report.md and junit.xml in ``out_dir``."""
+    import json
+
+    from bqas.redteam.report import redteam_markdown, write_junit
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    kept: list[dict[str, Any]] = []
+    with (out_dir / "results.jsonl").open("w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            kept.append(record)
+    doc = {"run_id": run_id, "scenario": scenario, **summary.as_dict(), "gates": gates,
+           "passed": all(g["passed"] for g in gates)}  # fmt: skip
+    (out_dir / "summary.json").write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    meta = {"id": run_id, "scenario": scenario}
+    (out_dir / "report.md").write_text(redteam_markdown(meta, summary, gates), encoding="utf-8")
+    write_junit(out_dir / "junit.xml", scenario, kept, gates)
