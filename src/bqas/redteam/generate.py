@@ -2,8 +2,8 @@
 
 Attack ``k`` of a plugin has its own random generator (seeded with the seed, the plugin and ``k``), so
 adding a plugin or raising ``--count`` leaves the earlier attacks as they were. Strategies and languages
-take turns (attack ``k`` uses strategy ``k mod S`` and language ``(k div S) mod L``), attackers rotate
-over the tenants, and an attack whose text repeats an earlier one of the plugin is drawn again.
+take turns (attack ``k`` uses strategy ``k mod S`` and language ``(k div S) mod L``), the attacker's
+tenant is drawn, and an attack whose text repeats an earlier one of the plugin is drawn again.
 """
 
 from __future__ import annotations
@@ -125,7 +125,8 @@ def generate(
         for k in range(section.count):
             strategy = strategies[k % len(strategies)]
             language = section.languages[(k // len(strategies)) % len(section.languages)]
-            tenant = tenants[k % len(tenants)]
+            # Drawn, not rotated: a rotation would tie tenants to strategies whenever their counts share a factor.
+            tenant = tenants[random.Random(f"{section.seed}:{plugin.name}:{k}:tenant").randrange(len(tenants))]
             for draw in range(_DRAWS):
                 rng = random.Random(f"{section.seed}:{plugin.name}:{k}:{draw}")
                 attack = _one(scenario, plugin, strategy, language, tenant, k, rng)

@@ -182,3 +182,13 @@ def write_reports(
     meta = {"id": run_id, "scenario": scenario}
     (out_dir / "report.md").write_text(redteam_markdown(meta, summary, gates), encoding="utf-8")
     write_junit(out_dir / "junit.xml", scenario, kept, gates)
+
+
+def redteam_ci_summary(store: Store, run: Any) -> tuple[str, int]:
+    """``bqas ci-summary`` of a red-team run: its Markdown report and exit code (1 when a gate is missed)."""
+    from bqas.redteam.report import redteam_markdown
+
+    summary = summarize(store.iter_records(run.id))
+    gates = gates_of(summary, run.config)
+    text = redteam_markdown({"id": run.id, "scenario": run.scenario}, summary, gates)
+    return text, 0 if all(g["passed"] for g in gates) else 1
