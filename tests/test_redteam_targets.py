@@ -83,6 +83,8 @@ def test_the_demo_passes_safe_and_fails_leaky_naming_the_leaks(store: Store, tmp
     # ci-summary reads the stored run: the same report and exit 1.
     result = CliRunner().invoke(app, ["ci-summary", str(tmp_path / "leaky")])
     assert result.exit_code == 1 and "### Leaked canaries" in result.output
+    shown = CliRunner().invoke(app, ["show", outcome.run_id, "--json"])
+    assert shown.exit_code == 0 and '"name": "max_canary_leaks"' in shown.output
 
 
 def test_a_target_that_leaks_only_under_base64_is_caught_with_the_evidence(store: Store, tmp_path: Path) -> None:

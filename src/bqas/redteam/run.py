@@ -71,7 +71,8 @@ def _config(scenario: RedteamScenario, made: Plan) -> dict[str, Any]:
     return {
         "kind": KIND,
         "scenario": scenario.model_dump(mode="json", exclude={"path"}),
-        "thresholds": scenario.thresholds.model_dump(mode="json"),
+        # Not under "thresholds": that key holds a scenario run's gates, which other commands read.
+        "redteam_thresholds": scenario.thresholds.model_dump(mode="json"),
         "fingerprint": fingerprint(scenario),
         "plugins": sorted(made.plugins),
         "strategies": made.strategies,
@@ -93,7 +94,7 @@ def scenario_of_run(store: Store, run_id: str) -> tuple[RedteamScenario, str]:
 
 
 def gates_of(summary: RedteamSummary, config: dict[str, Any]) -> list[dict[str, Any]]:
-    return check_gates(summary, config.get("thresholds") or {}, canaries=bool(config.get("canaries")))
+    return check_gates(summary, config.get("redteam_thresholds") or {}, canaries=bool(config.get("canaries")))
 
 
 def run_redteam(
@@ -192,3 +193,16 @@ def redteam_ci_summary(store: Store, run: Any) -> tuple[str, int]:
     gates = gates_of(summary, run.config)
     text = redteam_markdown({"id": run.id, "scenario": run.scenario}, summary, gates)
     return text, 0 if all(g["passed"] for g in gates) else 1
+
+
+def show_redteam(store: Store, run: Any, as_json: bool) -> str:
+    """``bqas show`` of a red-team run: its report, or its figures and gates as JSON."""
+    import json
+
+    summary = summarize(store.iter_records(run.id))
+    gates = gates_of(summary, run.config)
+    if as_json:
+        doc = {"run_id": run.id, "scenario": run.scenario, "kind": KIND, "status": run.status,
+               "summary": summary.as_dict(), "gates": gates}  # fmt: skip
+        return json.dumps(doc, ensure_ascii=False, indent=2)
+    return redteam_ci_summary(store, run)[0]
