@@ -147,17 +147,20 @@ class CanaryIndex:
     def __bool__(self) -> bool:
         return bool(self.canaries)
 
-    def find(self, text: str, turn: int = 0) -> list[CanaryMatch]:
-        """Every canary in ``text``, each once, with how it was found and the text around it."""
+    def find(self, text: str, turn: int = 0, *, decode: bool = True) -> list[CanaryMatch]:
+        """Every canary in ``text``, each once, with how it was found and the text around it.
+        ``decode=False`` reads the text as written and normalised only (an attack's plain text, whose
+        encoded forms cannot hold a canary it does not hold)."""
         if not text or not self.canaries:
             return []
         found: dict[Canary, CanaryMatch] = {}
         views: list[tuple[str, str]] = [("", text)]
-        view = rule_view(text)
-        views += [(f"decoded:{enc}", decoded) for enc, decoded in decoded_views(view)]
-        views.append(("decoded:rot13", rot13(view)))
-        if _LEET_WORD.search(view):
-            views.append(("decoded:leet", _LEET_WORD.sub(lambda m: m.group(0).translate(_UNLEET), view)))
+        if decode:
+            view = rule_view(text)
+            views += [(f"decoded:{enc}", decoded) for enc, decoded in decoded_views(view)]
+            views.append(("decoded:rot13", rot13(view)))
+            if _LEET_WORD.search(view):
+                views.append(("decoded:leet", _LEET_WORD.sub(lambda m: m.group(0).translate(_UNLEET), view)))
         for label, body in views:
             words, squeezed = spaced(body), compact(body)
             for canary, han, forms in self._forms:

@@ -150,8 +150,10 @@ def _holds(attack: Attack, marker: str) -> bool:
 
 
 def _refuse_canaries(attack: Attack, index: CanaryIndex) -> None:
-    for _i, text in enumerate([*attack.plain, *attack.turns]):
-        for match in index.find(text):
+    # The dressed turns are the plain turns encoded, framed or preceded by BQAS's own text: read as
+    # written, with the plain turns, they hold every canary an attack can carry.
+    for text in [*attack.plain, *attack.turns]:
+        for match in index.find(text, decode=False):
             owner = f"tenant {match.canary.tenant}" if match.canary.tenant else "the system prompt"
             raise RedteamError(
                 f"canary {match.canary.value!r} ({owner}, {match.canary.kind}) occurs in the text of attack "
