@@ -83,9 +83,12 @@ def main() -> None:
                 wall = time.perf_counter() - t0
                 walls.append(wall)
                 graded = outcome.summary.total.graded + outcome.summary.total.unscored
+                latencies = [t["latency_ms"] for r in store.iter_records(outcome.run_id) for t in r["target"]
+                             if t.get("latency_ms") is not None]  # fmt: skip
                 print(f"run {i + 1}: {wall:.2f} s ({wall / ideal:.2f}× ideal), {outcome.summary.total.attacks} attacks, "
                       f"target errors {outcome.summary.total.target_errors}, grader calls per attack "
-                      f"{graded / outcome.summary.total.attacks:.2f}")  # fmt: skip
+                      f"{graded / outcome.summary.total.attacks:.2f}, latency seen by the client mean "
+                      f"{statistics.mean(latencies):.1f} ms median {statistics.median(latencies):.1f} ms")  # fmt: skip
     finally:
         server.terminate()
         server.wait(timeout=10)
