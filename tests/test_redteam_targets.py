@@ -183,3 +183,23 @@ def test_target_errors_are_counted_gated_and_resumed(store: Store, tmp_path: Pat
         again = run_redteam(store, scenario, tmp_path / "out", resume=outcome.run_id)
     assert again.run_id == outcome.run_id and again.sent_now == 3 and calls["n"] == 3
     assert again.summary.total.attacks == 6 and again.summary.total.target_errors == 3
+
+
+def test_the_viewer_lists_and_opens_a_red_team_run(store: Store, tmp_path: Path) -> None:
+    import httpx
+
+    from bqas.review.local import LocalReview
+    from bqas.review.settings import ReviewSettings
+    from bqas.service.testing import ServiceServer
+
+    with ServedApp(add_tenant_routes(build_app(), leaky=True)) as leaky:
+        outcome = run_redteam(store, _demo(leaky.url, count=9, plugins=["grades_others"]), tmp_path / "out")
+    local = LocalReview(store, ReviewSettings(), landing=f"/review/runs/{outcome.run_id}")
+    with ServiceServer(local.app) as server, httpx.Client(base_url=server.base_url) as client:
+        page = client.get(local.start_path, follow_redirects=True)
+        assert page.status_code == 200 and "9 result(s) match the filter" in page.text
+        assert "grades_others/base64/de/00000" in page.text  # strategies in name order: base64 first
+        first = re.search(rf'href="(/review/runs/{outcome.run_id}/results/[^"]+)"', page.text)
+        assert first is not None
+        sample = client.get(first.group(1).replace("&amp;", "&"))
+        assert sample.status_code == 200 and "grades_others/" in sample.text

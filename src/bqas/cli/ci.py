@@ -101,6 +101,11 @@ def _render(source: str, baseline: str | None, max_drop: float, max_worse: int |
     if run.kind == "redteam":
         from bqas.redteam.run import redteam_ci_summary
 
+        if baseline is not None:
+            raise _fail(
+                f"--baseline: run {run.id} is a red-team run, gated by its own thresholds; compare scenario runs"
+            )
+
         return redteam_ci_summary(store, run)
     summary = summarize(settled_records(store, run.id))  # one record per sample, also with --repeats
     thresholds = [

@@ -180,16 +180,21 @@ def _run(scenario: Any, out: Path | None, resume: str | None) -> None:
 
         return advance
 
-    store = _store()
-    out_dir = out
-    try:
-        if out_dir is None:
-            from bqas.runner.execute import new_run_id
+    from sqlalchemy.exc import SQLAlchemyError
 
-            out_dir = Path("runs") / (resume or new_run_id())
-        outcome = run_redteam(store, scenario, out_dir, resume=resume, progress=progress)
+    from bqas.store.db import StoreUnavailable, failure_cause
+
+    try:
+        store = _store()
+        outcome = run_redteam(store, scenario, out, resume=resume, progress=progress)
     except RedteamError as exc:
         raise _fail(str(exc)) from None
+    except StoreUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(4) from None
+    except SQLAlchemyError as exc:
+        typer.echo(f"error: the store failed: {failure_cause(exc)}", err=True)
+        raise typer.Exit(4) from None
     except OSError as exc:
         typer.echo(f"error: {exc.filename or ''}: {exc.strerror or exc}", err=True)
         raise typer.Exit(4) from None

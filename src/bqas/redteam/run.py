@@ -100,12 +100,13 @@ def gates_of(summary: RedteamSummary, config: dict[str, Any]) -> list[dict[str, 
 def run_redteam(
     store: Store,
     scenario: RedteamScenario,
-    out_dir: Path,
+    out_dir: Path | None,
     *,
     resume: str | None = None,
     progress: Callable[[int, int], Any] | None = None,
 ) -> RedteamOutcome:
-    """Send the attacks the run has no result for, then summarise, gate and write the report files."""
+    """Send the attacks the run has no result for, then summarise, gate and write the report files (in
+    ``out_dir``, default ``runs/<run id>``)."""
     from bqas.runner.execute import new_run_id
 
     made = plan(scenario)
@@ -124,6 +125,7 @@ def run_redteam(
         path = str(scenario.path) if scenario.path is not None else None
         store.create_run(run_id, scenario.name, config, kind=KIND, scenario_path=path, total=len(made.attacks))
         done = set()
+    out_dir = out_dir if out_dir is not None else Path("runs") / run_id
     pending = [a for a in made.attacks if a.id not in done]
     seq_of = {a.id: i for i, a in enumerate(made.attacks)}
     advance = progress(len(pending), len(made.attacks) - len(pending)) if progress is not None else None
