@@ -66,6 +66,13 @@ def redteam_cmd(
         Optional[int],  # noqa: UP045
         typer.Option("--seed", help="Seed of the attack generator: the same seed, the same attacks."),
     ] = None,
+    llm_variations: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--llm-variations",
+            help="LLM-written variations per plugin (needs an LLM: BQAS_LLM_BASE_URL, BQAS_JUDGE_MODEL).",
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the attacks that would be sent (JSON lines) and send nothing.")
     ] = False,
@@ -118,6 +125,10 @@ def redteam_cmd(
         section.count = count
     if seed is not None:
         section.seed = seed
+    if llm_variations is not None:
+        if llm_variations < 0:
+            raise _fail(f"--llm-variations: expected 0 or more, got {llm_variations}")
+        section.llm_variations = llm_variations
     from bqas.redteam.config import RedteamError
 
     if dry_run:

@@ -47,6 +47,8 @@ class RedteamSection(BaseModel):
     tenants: dict[str, TenantSpec] = Field(default_factory=dict)
     canaries_file: str | None = None  # YAML with `tenants:` (and `system_canaries:`), relative to the scenario
     system_canaries: list[str] = Field(default_factory=list)  # secrets of the system prompt: foreign to everyone
+    # LLM-written variations per plugin (the LLM of BQAS_LLM_BASE_URL / BQAS_JUDGE_MODEL or a local GGUF)
+    llm_variations: int = Field(default=0, ge=0, le=10_000)
 
     @field_validator("languages")
     @classmethod

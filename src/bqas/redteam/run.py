@@ -64,6 +64,19 @@ def plan(scenario: RedteamScenario) -> Plan:
     plugins = {name: catalog.plugins()[name] for name in plugin_names}
     strategies = [catalog.strategies()[name] for name in strategy_names]
     attacks, notes = generate(scenario, list(plugins.values()), strategies, index)
+    if section.llm_variations:
+        from bqas.judging.factory import llm_config
+        from bqas.redteam.variations import run_vary
+        from bqas.settings import get_settings
+
+        config = llm_config(get_settings())
+        if config is None:
+            raise RedteamError(
+                "redteam.llm_variations: no LLM is configured (BQAS_LLM_BASE_URL and BQAS_JUDGE_MODEL, or BQAS_LLM_GGUF)"
+            )
+        made, more = run_vary(config, attacks, plugins, section.llm_variations, index, section.seed)
+        attacks += made
+        notes += more
     return Plan(scenario, attacks, plugins, strategy_names, index, notes)
 
 
