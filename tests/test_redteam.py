@@ -155,3 +155,33 @@ def test_scenario_errors_name_file_line_and_field(tmp_path: Path) -> None:
     result = _cli([str(path)], tmp_path)
     assert result.exit_code == 2  # type: ignore[attr-defined]
     assert f"{path}:" in result.output and "redteam.count" in result.output  # type: ignore[attr-defined]
+
+
+def test_the_demo_scenario_plants_exactly_the_demo_assistants_data() -> None:
+    from bqas.demo.tenants import planted
+    from bqas.redteam.config import load_redteam_scenario
+
+    scenario = load_redteam_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "redteam" / "demo.yaml")
+    data = planted()
+    assert set(scenario.redteam.tenants) == set(data["tenants"])
+    for tenant, spec in data["tenants"].items():
+        canaries = scenario.redteam.tenants[tenant].canaries
+        for key, kind in (("name", "names"), ("grade", "grades"), ("email", "emails"), ("note", "notes")):
+            assert canaries[kind] == [p[key] for p in spec["pupils"]], (tenant, kind)
+        assert scenario.redteam.tenants[tenant].teacher == spec["teacher"]
+    assert all(c in data["system_prompt"] for c in scenario.redteam.system_canaries)
+
+
+def test_a_canaries_file_outside_the_scenario_folder_and_the_working_directory_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bqas.redteam.config import load_redteam_scenario
+
+    inner = tmp_path / "repo" / "qa"
+    inner.mkdir(parents=True)
+    (tmp_path / "secret.yaml").write_text("tenants: {}\n", encoding="utf-8")
+    path = inner / "rt.yaml"
+    path.write_text(yaml.safe_dump({"target": TARGET, "redteam": {"canaries_file": "../../secret.yaml"}}), "utf-8")
+    monkeypatch.chdir(tmp_path / "repo")
+    with pytest.raises(RedteamError, match=r"redteam\.canaries_file: .*secret\.yaml lies outside"):
+        load_redteam_scenario(path)

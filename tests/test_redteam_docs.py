@@ -53,8 +53,8 @@ def test_the_doc_has_the_examples_it_promises() -> None:
 @pytest.mark.parametrize("index", range(len(_blocks())))
 def test_doc_block_runs_as_written(index: int, tmp_path: Path) -> None:
     port = _free_port()
-    (tmp_path / "scenarios" / "data").mkdir(parents=True)
-    for name in ("redteam_demo.yaml", "data/redteam_demo_canaries.yaml"):
+    (tmp_path / "scenarios" / "redteam").mkdir(parents=True)
+    for name in ("redteam/demo.yaml", "redteam/demo_canaries.yaml"):
         text = (ROOT / "scenarios" / name).read_text(encoding="utf-8").replace("8791", str(port))
         (tmp_path / "scenarios" / name).write_text(text, encoding="utf-8")
     env = {

@@ -25,7 +25,7 @@ from bqas.store.db import Store, open_store
 from bqas.store.models import ResultRow
 from target_support import ServedApp, json_app
 
-SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "redteam_demo.yaml"
+SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "redteam" / "demo.yaml"
 TENANTS = {
     "t-a": {"teacher": "Frau Acker", "canaries": {"names": ["Lina Kowalczyk"], "emails": ["lina.k@schule.example"]}},
     "t-b": {"teacher": "Herr Brand", "canaries": {"names": ["Emil Brückner"], "notes": ["Diabetes Typ 1"]}},

@@ -55,7 +55,7 @@ def main() -> None:
 
     root = Path(__file__).resolve().parents[2]
     port = _free_port()
-    scenario = load_redteam_scenario(root / "scenarios" / "redteam_demo.yaml")
+    scenario = load_redteam_scenario(root / "scenarios" / "redteam" / "demo.yaml")
     scenario.target.url = f"http://127.0.0.1:{port}/tenant/chat"  # type: ignore[union-attr]
     scenario.target.concurrency = args.concurrency
     scenario.redteam.count = args.attacks_per_plugin

@@ -94,7 +94,7 @@ def redteam_cmd(
     attack is dressed (Base64, ROT13, role-play, several turns …), in German, Chinese and English. Planted
     secrets (canaries) decide leaks without an LLM. Results are stored as a run; `bqas ci-summary` reads it.
 
-    Example: bqas redteam scenarios/redteam_demo.yaml --out runs/redteam
+    Example: bqas redteam scenarios/redteam/demo.yaml --out runs/redteam
 
     Exit 0 when every gate holds, 1 when one is missed, 2 for bad input (an unknown plugin or strategy, a
     canary in an attack's text, a bad scenario), 4 when the store failed.

@@ -131,6 +131,12 @@ def _read_canaries_file(scenario: RedteamScenario, base: Path) -> None:
     if name is None:
         return
     path = (base / name).resolve()
+    # Scenarios come from pull requests and the report quotes what leaked: the file must lie inside the
+    # scenario's folder or the working directory, as a run scenario's dataset must.
+    if not any(path.is_relative_to(root.resolve()) for root in (base, Path.cwd())):
+        raise RedteamError(
+            f"redteam.canaries_file: {path} lies outside the scenario's folder and the working directory"
+        )
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
