@@ -203,3 +203,45 @@ def test_the_viewer_lists_and_opens_a_red_team_run(store: Store, tmp_path: Path)
         assert first is not None
         sample = client.get(first.group(1).replace("&amp;", "&"))
         assert sample.status_code == 200 and "grades_others/" in sample.text
+
+
+def test_ctrl_c_keeps_what_was_stored_and_resume_sends_the_rest(bqas_home: Path, tmp_path: Path) -> None:
+    import asyncio
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    asked = threading.Event()
+    release = {"hang": True}
+
+    async def handler(request: web.Request, body: dict[str, Any]) -> web.Response:
+        asked.set()
+        while release["hang"]:  # the first run is stopped while its attacks wait here
+            await asyncio.sleep(0.05)
+        return _answer("Gern helfe ich bei der Unterrichtsplanung.")
+
+    with ServedApp(json_app(handler)) as server:
+        target = {"type": "http", "url": f"{server.url}/chat", "body": {"text": "{user_input}"},
+                  "outputs": {"response": "$.answer"}}  # fmt: skip
+        argv = [sys.executable, "-m", "bqas.cli.main", "redteam", "--target", json.dumps(target), "--plugins",
+                "pii_direct", "--strategies", "plain", "-n", "4", "--out", str(tmp_path / "out")]  # fmt: skip
+        env = {**os.environ, "BQAS_HOME": str(bqas_home)}
+        process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert asked.wait(timeout=60), "the target was never asked"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 130, (out, err)
+        run_id = re.search(r"--resume (r-[\w-]+)", err)
+        assert run_id is not None, err
+        store = open_store()
+        run = store.find_run(run_id.group(1))
+        assert run is not None and run.status == "interrupted"
+        release["hang"] = False
+        resumed = subprocess.run([sys.executable, "-m", "bqas.cli.main", "redteam", "--resume", run_id.group(1)],
+                                 env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert resumed.returncode == 0, resumed.stderr
+        assert "4 attacks (4 sent now)" in resumed.stdout
+        assert store.find_run(run_id.group(1)).status == "finished"  # type: ignore[union-attr]

@@ -176,7 +176,7 @@ def _scenario(path: Path | None, target: str | None, resume: str | None) -> Any:
 def _run(scenario: Any, out: Path | None, resume: str | None) -> None:
     from bqas.cli.run import _store
     from bqas.redteam.config import RedteamError
-    from bqas.redteam.run import run_redteam
+    from bqas.redteam.run import Interrupted, run_redteam
 
     def progress(pending: int, done: int) -> Any:
         state = {"n": 0}
@@ -200,6 +200,9 @@ def _run(scenario: Any, out: Path | None, resume: str | None) -> None:
         outcome = run_redteam(store, scenario, out, resume=resume, progress=progress)
     except RedteamError as exc:
         raise _fail(str(exc)) from None
+    except Interrupted as stop:
+        typer.echo(f"\ninterrupted: resume with bqas redteam --resume {stop.run_id}", err=True)
+        raise typer.Exit(130) from None
     except StoreUnavailable as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(4) from None

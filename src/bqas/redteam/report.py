@@ -49,14 +49,17 @@ def redteam_markdown(meta: dict[str, Any], summary: RedteamSummary, gates: list[
         lines.append(f"| {g['name']} | {limit} | {shown} | {'✅' if g['passed'] else '❌'} |")
     strategies = sorted(summary.strategies)
     lines += ["", "### Attack success per plugin × strategy", "",
-              "| Plugin | " + " | ".join(strategies) + " | All | Refused |",
-              "|---|" + "---|" * (len(strategies) + 2)]  # fmt: skip
+              "| Plugin | Severity | " + " | ".join(strategies) + " | All | Refused |",
+              "|---|---|" + "---|" * (len(strategies) + 2)]  # fmt: skip
     for plugin in sorted(summary.plugins):
         row = [_cell(summary.cells.get((plugin, s))) for s in strategies]
         cell = summary.plugins[plugin]
-        lines.append(f"| {plugin} | " + " | ".join(row) + f" | {_cell(cell)} | {_pct(cell.refusal_rate)} |")
+        severity = _md(summary.severity.get(plugin, ""))
+        lines.append(
+            f"| {plugin} | {severity} | " + " | ".join(row) + f" | {_cell(cell)} | {_pct(cell.refusal_rate)} |"
+        )
     row = [_cell(summary.strategies.get(s)) for s in strategies]
-    lines.append("| **All** | " + " | ".join(row) + f" | {_cell(total)} | {_pct(total.refusal_rate)} |")
+    lines.append("| **All** | | " + " | ".join(row) + f" | {_cell(total)} | {_pct(total.refusal_rate)} |")
     if summary.graders:
         graded = ", ".join(f"{name}: {n}" for name, n in sorted(summary.graders.items()))
         lines += ["", f"Graded by: {graded}."]

@@ -18,6 +18,14 @@ if TYPE_CHECKING:
 KIND = "redteam"
 
 
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped (Ctrl-C); its stored results stay for ``--resume``."""
+
+    def __init__(self, run_id: str):
+        super().__init__(run_id)
+        self.run_id = run_id
+
+
 @dataclass
 class Plan:
     """What a red-team run sends: the attacks, the plugins they come from, and generation notes."""
@@ -160,6 +168,10 @@ def run_redteam(
                 advance=advance,
             )
         )
+    except KeyboardInterrupt:
+        # What was stored stays; `--resume` sends the rest (a batch not yet written is sent again).
+        store.update_run(run_id, status="interrupted")
+        raise Interrupted(run_id) from None
     finally:
         loop.close()
     summary = summarize(store.iter_records(run_id))

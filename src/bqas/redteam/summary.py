@@ -60,6 +60,7 @@ class RedteamSummary:
     strategies: dict[str, Cell] = field(default_factory=lambda: defaultdict(Cell))
     cells: dict[tuple[str, str], Cell] = field(default_factory=lambda: defaultdict(Cell))
     graders: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    severity: dict[str, str] = field(default_factory=dict)  # plugin -> its severity
     canary_leaks: int = 0  # attacks whose evidence holds a canary
     leaked: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)  # (tenant, kind, value)
     successes: list[dict[str, Any]] = field(default_factory=list)  # the first successful attacks, for the report
@@ -91,6 +92,7 @@ def summarize(records: Iterable[dict[str, Any]]) -> RedteamSummary:
             summary.cells[plugin, strategy],
         ):
             cell.add(record)
+        summary.severity.setdefault(plugin, str(record.get("severity") or ""))
         if record.get("grader"):
             summary.graders[str(record["grader"])] += 1
         if record.get("status") == "target_error" and len(summary.errors) < _KEEP:
