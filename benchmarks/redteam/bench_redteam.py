@@ -4,7 +4,8 @@ assistant's tenant door answering after 50 ms, at concurrency 16, wall time agai
 The ideal is what a perfect client needs: every request the attacks make (a crescendo attack makes three,
 in order) takes 50 ms and 16 run at any time, so ideal = requests × 0.05 s / 16. The target runs in its own
 process (`bqas demo-assistant --tenants --latency-ms 50`), as users run it. Also reported: attacks generated
-per minute (offline, no target) and grader calls per attack (deterministic graders: one local call, no LLM).
+per minute (offline, no target), grader calls per attack (deterministic graders: one local call, no LLM),
+the latency the client saw and the CPU time of the BQAS process (generation, sending, grading, store, reports).
 
     python benchmarks/redteam/bench_redteam.py [--attacks-per-plugin 100] [--repeats 3]
 
@@ -78,9 +79,9 @@ def main() -> None:
             os.environ["BQAS_HOME"] = home
             store = open_store(f"sqlite:///{home}/bench.sqlite")
             for i in range(args.repeats):
-                t0 = time.perf_counter()
+                t0, cpu0 = time.perf_counter(), time.process_time()
                 outcome = run_redteam(store, scenario, Path(home) / f"out{i}")
-                wall = time.perf_counter() - t0
+                wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
                 walls.append(wall)
                 graded = outcome.summary.total.graded + outcome.summary.total.unscored
                 latencies = [t["latency_ms"] for r in store.iter_records(outcome.run_id) for t in r["target"]
@@ -88,7 +89,8 @@ def main() -> None:
                 print(f"run {i + 1}: {wall:.2f} s ({wall / ideal:.2f}× ideal), {outcome.summary.total.attacks} attacks, "
                       f"target errors {outcome.summary.total.target_errors}, grader calls per attack "
                       f"{graded / outcome.summary.total.attacks:.2f}, latency seen by the client mean "
-                      f"{statistics.mean(latencies):.1f} ms median {statistics.median(latencies):.1f} ms")  # fmt: skip
+                      f"{statistics.mean(latencies):.1f} ms median {statistics.median(latencies):.1f} ms, "
+                      f"BQAS CPU {cpu:.2f} s ({cpu / outcome.summary.total.attacks * 1000:.2f} ms per attack)")  # fmt: skip
     finally:
         server.terminate()
         server.wait(timeout=10)
