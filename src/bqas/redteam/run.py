@@ -136,6 +136,8 @@ def run_redteam(
         run = store.find_run(resume)
         if run is None:
             raise RedteamError(f"--resume: {store.missing_run(resume)}")
+        if run.kind != KIND:
+            raise RedteamError(f"--resume: run {run.id} is a {run.kind} run, not a red-team run")
         if run.config.get("fingerprint") != config["fingerprint"]:
             raise RedteamError(f"--resume: the scenario changed since run {run.id} started; start a new run")
         run_id = str(run.id)
