@@ -97,7 +97,8 @@ def redteam_cmd(
     Example: bqas redteam scenarios/redteam/demo.yaml --out runs/redteam
 
     Exit 0 when every gate holds, 1 when one is missed, 2 for bad input (an unknown plugin or strategy, a
-    canary in an attack's text, a bad scenario), 4 when the store failed.
+    canary in an attack's text, a bad scenario), 4 when the store failed, 130 when interrupted (Ctrl-C: the
+    results so far stay; --resume RUN_ID sends the rest).
     """
     from bqas.redteam import catalog
 
