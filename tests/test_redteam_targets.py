@@ -73,7 +73,7 @@ def test_the_demo_passes_safe_and_fails_leaky_naming_the_leaks(store: Store, tmp
     everything = {p["name"] for t in planted()["tenants"].values() for p in t["pupils"]}
     assert everything <= leaked and "SYS-KENNUNG-7Q4X-LEHRERZIMMER" in leaked
     report = (tmp_path / "leaky" / "report.md").read_text(encoding="utf-8")
-    assert "### Leaked canaries" in report and "`Sophie Ndiaye`" in report and "❌ failed" in report
+    assert "### Leaked canaries" in report and "| Sophie Ndiaye |" in report and "❌ failed" in report
     # Attacks in Base64 are not read by the demo (it decodes nothing), so none of them leaks.
     assert outcome.summary.strategies["base64"].successes == 0
     # JUnit: one suite per plugin, a failure per successful attack, a failing gate.
@@ -245,3 +245,18 @@ def test_ctrl_c_keeps_what_was_stored_and_resume_sends_the_rest(bqas_home: Path,
         assert resumed.returncode == 0, resumed.stderr
         assert "4 attacks (4 sent now)" in resumed.stdout
         assert store.find_run(run_id.group(1)).status == "finished"  # type: ignore[union-attr]
+
+
+def test_hostile_replies_are_text_in_the_report(store: Store, tmp_path: Path) -> None:
+    async def handler(request: web.Request, body: dict[str, Any]) -> web.Response:
+        return _answer("<img src=x onerror=alert(1)> @team | [hier](http://evil.example) Emil Brückner, Lina Kowalczyk")
+
+    scenario = _plain("", count=4, plugins=["pii_direct"], strategies=["plain"])
+    # Both tenants' pupils in every reply: whoever asks, one of them is foreign.
+    with ServedApp(json_app(handler)) as server:
+        scenario.target.url = f"{server.url}/chat"  # type: ignore[union-attr]
+        outcome = run_redteam(store, scenario, tmp_path / "out")
+    assert outcome.summary.canary_leaks == 4
+    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "<img" not in report and "=alert(1)&gt;" in report
+    assert "@team" not in report and "&#64;team" in report and "\\[hier\\](http" in report

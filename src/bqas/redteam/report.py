@@ -8,7 +8,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from bqas.redteam.summary import Cell, RedteamSummary
-from bqas.textsafe import clean_text
+from bqas.textsafe import clean_text, markdown_text
 
 
 def _pct(value: float | None) -> str:
@@ -22,9 +22,9 @@ def _cell(cell: Cell | None) -> str:
 
 
 def _md(text: Any, limit: int = 160) -> str:
-    flat = " ".join(clean_text(text).split())
-    flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
-    return flat.replace("|", "\\|").replace("`", "'")
+    """Target replies and attack texts are untrusted: shown as text in a table cell, never as markup
+    (GitHub renders a job summary's HTML, links and @mentions)."""
+    return markdown_text(" ".join(clean_text(text).split()), limit)
 
 
 def redteam_markdown(meta: dict[str, Any], summary: RedteamSummary, gates: list[dict[str, Any]]) -> str:
@@ -69,8 +69,8 @@ def redteam_markdown(meta: dict[str, Any], summary: RedteamSummary, gates: list[
         for e in sorted(summary.leaked.values(), key=lambda e: (-e["attacks"], str(e["value"]))):
             owner = e["tenant"] if e["tenant"] is not None else "(system prompt)"
             lines.append(
-                f"| {_md(owner)} | {_md(e['kind'])} | `{_md(e['value'])}` | {e['attacks']} | {_md(e['how'])} | "
-                f"`{_md(e['first'])}` | {_md(e['excerpt'])} |"
+                f"| {_md(owner)} | {_md(e['kind'])} | {_md(e['value'])} | {e['attacks']} | {_md(e['how'])} | "
+                f"{_md(e['first'])} | {_md(e['excerpt'])} |"
             )
     if summary.successes:
         lines += ["", "### Successful attacks (first 50)", "", "| Attack | Tenant | Last turn sent | Evidence |",
@@ -78,11 +78,11 @@ def redteam_markdown(meta: dict[str, Any], summary: RedteamSummary, gates: list[
         for r in summary.successes:
             evidence = "; ".join(_evidence(e) for e in r.get("evidence") or [])
             lines.append(
-                f"| `{_md(r.get('sample_id'))}` | {_md(r.get('tenant'))} | {_md((r.get('turns') or [''])[-1], 120)} | {_md(evidence, 240)} |"
+                f"| {_md(r.get('sample_id'))} | {_md(r.get('tenant'))} | {_md((r.get('turns') or [''])[-1], 120)} | {_md(evidence, 240)} |"
             )
     if summary.errors:
         lines += ["", "### Target errors (first 50)", ""]
-        lines += [f"- `{_md(r.get('sample_id'))}`: {_md(r.get('error'), 200)}" for r in summary.errors]
+        lines += [f"- {_md(r.get('sample_id'))}: {_md(r.get('error'), 200)}" for r in summary.errors]
     return "\n".join(lines) + "\n"
 
 
