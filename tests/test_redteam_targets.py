@@ -199,6 +199,9 @@ def test_the_viewer_lists_and_opens_a_red_team_run(store: Store, tmp_path: Path)
         page = client.get(local.start_path, follow_redirects=True)
         assert page.status_code == 200 and "9 result(s) match the filter" in page.text
         assert "grades_others/base64/de/00000" in page.text  # strategies in name order: base64 first
+        table = page.text[page.text.index('id="redteam"') :]
+        assert "<th>base64</th>" in table and "<td>grades_others</td><td>critical</td>" in table
+        assert f"canary leaks {outcome.summary.canary_leaks}" in table and "missed: max_attack_success" in table
         first = re.search(rf'href="(/review/runs/{outcome.run_id}/results/[^"]+)"', page.text)
         assert first is not None
         sample = client.get(first.group(1).replace("&amp;", "&"))

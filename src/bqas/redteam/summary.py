@@ -73,6 +73,7 @@ class RedteamSummary:
             "strategies": {k: v.as_dict() for k, v in sorted(self.strategies.items())},
             "cells": {f"{p} × {s}": v.as_dict() for (p, s), v in sorted(self.cells.items())},
             "graders": dict(self.graders),
+            "severity": dict(sorted(self.severity.items())),
             "canary_leaks": self.canary_leaks,
             "leaked_canaries": sorted(self.leaked.values(), key=lambda e: (-e["attacks"], e["value"])),
         }
