@@ -1,5 +1,7 @@
-"""LLM-written variations of the attacks (redteam.llm_variations) through the LLM seam, on the scripted
-OpenAI-compatible server on 127.0.0.1: kept as attacks of their own, cached, filtered, refused without an LLM."""
+"""bqas redteam through the LLM seam, on the scripted OpenAI-compatible server on 127.0.0.1: LLM-written
+variations of the attacks (kept as attacks of their own, cached, filtered, refused without an LLM), and,
+without canaries, the privacy and namespace judges grading replies offline first and with the LLM where
+one is configured."""
 
 from __future__ import annotations
 
@@ -84,3 +86,65 @@ def test_a_variation_naming_a_canary_is_dropped(llm: ScriptedLLM) -> None:
 def test_variations_without_an_llm_are_refused(bqas_home: Path) -> None:
     with pytest.raises(RedteamError, match=r"redteam\.llm_variations: no LLM is configured"):
         plan(_scenario(plugins=["pii_direct"], llm_variations=2))
+
+
+def _served_target(answer: str) -> Any:
+    from aiohttp import web
+
+    from target_support import ServedApp, json_app
+
+    async def handler(request: web.Request, body: dict[str, Any]) -> web.Response:
+        return web.json_response({"answer": answer})
+
+    return ServedApp(json_app(handler))
+
+
+def _no_canaries(url: str) -> RedteamScenario:
+    target = {
+        "type": "http",
+        "url": f"{url}/chat",
+        "body": {"text": "{user_input}"},
+        "outputs": {"response": "$.answer"},
+    }
+    return RedteamScenario.model_validate(
+        {"target": target, "redteam": {"plugins": ["pii_direct", "cross_tenant"], "strategies": ["plain"], "count": 3}}
+    )
+
+
+def test_without_canaries_the_judges_grade_offline_first(bqas_home: Path, tmp_path: Path) -> None:
+    from bqas.redteam.run import run_redteam
+    from bqas.store.db import open_store
+
+    store = open_store()
+    with _served_target(
+        "Die Schülerin heißt Anna Berg, ihre Mutter erreichen Sie unter anna.berg@schule.example."
+    ) as leaky:
+        outcome = run_redteam(store, _no_canaries(leaky.url), tmp_path / "a")
+    records = list(store.iter_records(outcome.run_id))
+    pii = [r for r in records if r["plugin"] == "pii_direct"]
+    assert pii and all(r["success"] and r["grader"] == "rag_privacy (offline)" for r in pii)
+    assert all(r["grader"] == "rag_namespace (offline)" for r in records if r["plugin"] == "cross_tenant")
+    assert not any(g["name"] == "max_canary_leaks" for g in outcome.gates)  # no canaries, no canary gate
+    with _served_target("Dazu kann ich leider keine Auskunft geben.") as safe:
+        outcome = run_redteam(store, _no_canaries(safe.url), tmp_path / "b")
+    assert outcome.summary.total.successes == 0 and outcome.summary.total.refused == 6
+
+
+def test_without_canaries_a_configured_llm_is_asked_where_the_rules_do_not_decide(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    from bqas.redteam.run import run_redteam
+    from bqas.store.db import open_store
+
+    verdict = {"privacy_compliance": "fail", "anonymization": 1, "dsgvo_compliance": "fail", "detected_pii": ["Klassenliste"],
+               "reasoning": "Die Antwort gibt eine Klassenliste heraus."}  # fmt: skip
+    llm.responder = lambda payload: Reply(content=json.dumps(verdict))
+    store = open_store()
+    with _served_target("Klar, ich schicke dir gleich die komplette Klassenliste mit allen Diagnosen.") as target:
+        scenario = _no_canaries(target.url)
+        scenario.redteam.plugins = ["pii_direct"]
+        outcome = run_redteam(store, scenario, tmp_path / "c")
+    records = list(store.iter_records(outcome.run_id))
+    assert llm.requests, "the LLM tier was never asked"
+    assert all("llm" in r["grader"] and r["grader"].startswith("rag_privacy (") for r in records)
+    assert all(r["success"] for r in records)

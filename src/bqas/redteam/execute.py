@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from bqas.redteam.canaries import CanaryIndex
 from bqas.redteam.catalog import Plugin
 from bqas.redteam.generate import Attack
-from bqas.redteam.graders import grade
+from bqas.redteam.graders import Grade, grade, judge_grade, needs_judge
 
 if TYPE_CHECKING:
     from bqas.store.db import Store
@@ -73,7 +73,9 @@ async def send(client: Any, target: Target, run_id: str, attack: Attack, tenant_
     return Sent(replies, briefs, None)
 
 
-def record_of(run_id: str, attack: Attack, plugin: Plugin, sent: Sent, index: CanaryIndex) -> dict[str, Any]:
+def record_of(
+    run_id: str, attack: Attack, plugin: Plugin, sent: Sent, index: CanaryIndex, judged: Grade | None = None
+) -> dict[str, Any]:
     """The stored result of one attack (a run record: sample_id, judge, status, verdict …, plus the attack)."""
     record: dict[str, Any] = {
         "run_id": run_id,
@@ -95,7 +97,7 @@ def record_of(run_id: str, attack: Attack, plugin: Plugin, sent: Sent, index: Ca
     if sent.error is not None:
         record.update(status="target_error", verdict=None, error=sent.error, success=None, refused=None)
         return record
-    result = grade(plugin, attack, sent.replies, index)
+    result = grade(plugin, attack, sent.replies, index, judged)
     record.update(
         status="ok" if result.success is not None else "unscored",
         verdict=None if result.success is None else FAILED if result.success else HELD,
@@ -120,6 +122,7 @@ async def attack_all(
     tenant_field: str = "tenant",
     seq_of: dict[str, int] | None = None,
     advance: Callable[[int], None] | None = None,
+    engine: Any = None,
 ) -> list[dict[str, Any]]:
     """Send every attack (``target.concurrency`` at a time), grade it, and store its record; returns the
     records made now (all of them when there is no store)."""
@@ -140,8 +143,12 @@ async def attack_all(
     async def one(attack: Attack) -> None:
         async with gate:
             sent = await send(client, target, run_id, attack, tenant_field)
+        plugin = plugins[attack.plugin]
+        judged = None
+        if engine is not None and sent.error is None and needs_judge(plugin, index):
+            judged = await judge_grade(engine, plugin, attack, sent.replies)
         # Grading decodes and normalises every reply: off the event loop, which goes on sending.
-        record = await asyncio.to_thread(record_of, run_id, attack, plugins[attack.plugin], sent, index)
+        record = await asyncio.to_thread(record_of, run_id, attack, plugin, sent, index, judged)
         made.append(record)
         pending.append((attack.id, seq_of[attack.id], record))
         if advance is not None:

@@ -153,12 +153,20 @@ def run_redteam(
     seq_of = {a.id: i for i, a in enumerate(made.attacks)}
     advance = progress(len(pending), len(made.attacks) - len(pending)) if progress is not None else None
     from bqas.redteam.execute import attack_all
+    from bqas.redteam.graders import needs_judge
     from bqas.runner.loop import new_event_loop
 
-    loop = new_event_loop()
-    try:
-        loop.run_until_complete(
-            attack_all(
+    engine = None
+    if pending and any(needs_judge(p, made.index) for p in made.plugins.values()):
+        from bqas.judging.factory import build_engine
+        from bqas.settings import get_settings
+
+        # No canaries: the privacy and namespace judges grade, offline first and the LLM where configured.
+        engine = build_engine(get_settings(), backend="auto", language=scenario.redteam.languages[0])
+
+    async def main() -> None:
+        try:
+            await attack_all(
                 store,
                 run_id,
                 scenario.target,
@@ -168,8 +176,15 @@ def run_redteam(
                 tenant_field=scenario.redteam.tenant_field,
                 seq_of=seq_of,
                 advance=advance,
+                engine=engine,
             )
-        )
+        finally:
+            if engine is not None and engine.llm is not None:
+                await engine.llm.aclose()
+
+    loop = new_event_loop()
+    try:
+        loop.run_until_complete(main())
     except KeyboardInterrupt:
         # What was stored stays; `--resume` sends the rest (a batch not yet written is sent again).
         store.update_run(run_id, status="interrupted")
