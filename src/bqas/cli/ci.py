@@ -98,6 +98,15 @@ def _render(source: str, baseline: str | None, max_drop: float, max_worse: int |
     run_id = _run_id(source, store, "SOURCE")
     run = store.get_run(run_id)
     assert run is not None
+    if run.kind == "redteam":
+        from bqas.redteam.run import redteam_ci_summary
+
+        if baseline is not None:
+            raise _fail(
+                f"--baseline: run {run.id} is a red-team run, gated by its own thresholds; compare scenario runs"
+            )
+
+        return redteam_ci_summary(store, run)
     summary = summarize(settled_records(store, run.id))  # one record per sample, also with --repeats
     thresholds = [
         t.as_dict() for t in check_thresholds(summary, Thresholds.model_validate(run.config.get("thresholds") or {}))

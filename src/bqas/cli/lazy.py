@@ -66,6 +66,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "Serve a tiny rule-based German assistant on 127.0.0.1 to run target scenarios against.",
     ),
     (
+        "redteam",
+        "bqas.cli.redteam",
+        "Attack the assistant under test (leaks, injections, unsafe answers) and gate on the attack success rate.",
+    ),
+    (
         "calibrate",
         "bqas.cli.calibrate",
         "Run a judge on a gold-labelled JSONL and report how well it agrees with people.",

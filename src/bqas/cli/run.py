@@ -520,6 +520,11 @@ def show_run(run_id: str, as_json: bool) -> None:
     if run is None:
         typer.echo(f"error: {store.missing_run(run_id)}", err=True)
         raise typer.Exit(2)
+    if run.kind == "redteam":
+        from bqas.redteam.run import show_redteam
+
+        typer.echo(show_redteam(store, run, as_json))
+        return
     summary = summarize(settled_records(store, run.id))
     thresholds = check_thresholds(summary, Thresholds.model_validate(run.config.get("thresholds") or {}))
     data = summary.as_dict((run.summary or {}).get("cost_usd"))

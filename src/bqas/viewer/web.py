@@ -168,6 +168,15 @@ def _query(values: Mapping[str, str], **extra: str) -> str:
     return urlencode({k: v for k, v in merged.items() if v and not (k == "sort" and v == "seq")})
 
 
+def _redteam(run: Run) -> dict[str, Any] | None:
+    """The attack-success table of a red-team run (bqas redteam), else None."""
+    if run.kind != "redteam":
+        return None
+    from bqas.redteam.viewer import redteam_view
+
+    return redteam_view(run)
+
+
 def _risk_charts(run: Run) -> list[dict[str, Any]]:
     from bqas.report.charts import risk_coverage_chart
 
@@ -398,6 +407,7 @@ def viewer_router(
             ),
             filtered=any(v for k, v in values.items() if k not in ("sort", "page")),
             risk_charts=_risk_charts(run),
+            redteam=_redteam(run),
             guarantees=_guarantees(run),
             timing=timing_text(run.summary) if isinstance(run.summary, Mapping) else None,
             others=others[:50],
