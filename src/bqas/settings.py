@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     price_prompt_per_mtok: float | None = None
     price_completion_per_mtok: float | None = None
 
+    # `bqas run --ray`: seconds without an answer from the cluster's head (its GCS) before the run ends as
+    # interrupted with exit code 75 (bqas.runner.ray_head).
+    ray_head_timeout: float = Field(default=10.0, gt=0)
+
     # Datasets outside the scenario's folder and the working directory (`bqas run --allow-dataset-outside`).
     allow_dataset_outside: bool = False
 

@@ -10,7 +10,8 @@ holds at most two batches per actor in flight, so its memory stays flat in the n
 Failures (:mod:`bqas.runner.ray_pool`): a lost actor (its process or its node) is replaced and its
 batches go to the other actors; a replacement that Ray cannot place within ``placement_timeout`` is
 given up; an item that keeps failing becomes a ``judge_error`` record (a gate, default 0; ``--resume``
-judges it again); with no actor left the rest is judged in this process. Nothing waits forever.
+judges it again); with no actor left the rest is judged in this process. A head that stops answering
+ends the run as interrupted with its own exit code (:mod:`bqas.runner.ray_head`). Nothing waits forever.
 
 Ray is imported here only: without ``--ray`` (or a scenario ``ray:`` key) it is never loaded.
 """
@@ -248,6 +249,11 @@ def run_on_ray(
             )
 
         pool = ActorPool(ray, make, plan.placement_timeout, notice, prefix=f"judge-{run_id}-{token}")
+        # Our own check of the head: without it a lost head kept the driver silent for a minute, then
+        # Ray's core ended it with exit 1 (a missed gate's code) and the run stayed "running".
+        from bqas.runner.ray_head import watch_head
+
+        watch = watch_head(store, run_id, settings.ray_head_timeout)
         try:
             pool.start(workers)
             try:  # an actor that cannot even start (engine or store) fails the run now, not item by item
@@ -264,6 +270,8 @@ def run_on_ray(
             return drive(pool, scenario, store, run_id, pending, plan.batch_size, None)
         finally:
             pool.close()
+            if watch is not None:
+                watch.stop()
     finally:
         if started:
             _ray().shutdown()
