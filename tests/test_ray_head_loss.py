@@ -1,11 +1,14 @@
-"""The Ray head lost in the middle of ``bqas run --ray``: a real two-node cluster on this machine
-(``ray.cluster_utils``, in a Ray temp folder of its own), the driver as a separate ``bqas run`` process,
-and every process of the head node SIGKILLed once some results are stored.
+"""The Ray head lost, or a worker node frozen, in the middle of ``bqas run --ray``: a real two-node cluster
+on this machine (``ray.cluster_utils``, in a Ray temp folder of its own), the driver as a separate
+``bqas run`` process, and every process of the head node SIGKILLed (or of the worker node SIGSTOPped)
+once some results are stored.
 
 Before, the driver sat silent until Ray's core ended it with exit 1 (a missed gate's code), the run left
 ``running``. Now the driver's own check of the GCS notices, the run is marked ``interrupted``, the
 resume command is printed and the exit code is 75; ``--resume`` without ``--ray`` completes the run here,
-every sample judged once, as a local run of the same scenario judges it."""
+every sample judged once, as a local run of the same scenario judges it. A frozen node stays alive to
+Ray for a minute or more; its actor's batch deadline (``ray.batch_timeout``) gives it up instead, and
+its batches are judged by the actor that is left."""
 
 from __future__ import annotations
 
@@ -142,3 +145,75 @@ def test_a_lost_head_interrupts_the_run_with_its_exit_code_and_resume_completes_
     sql = "SELECT sample_key || '=' || status || '=' || coalesce(verdict, '') FROM results WHERE run_id = :run"
     assert sorted(_query(url, sql, run=run_id)) == sorted(_query(url, sql, run=local_id))
     assert _query(url, "SELECT status FROM runs WHERE id = :run", run=run_id) == ["done"]
+
+
+def _node_processes(node: Any) -> list[int]:
+    """Every process of a Ray node: its own (raylet, agents) and everything under them (actor workers)."""
+    import glob
+
+    found = [int(info.process.pid) for infos in node.all_processes.values() for info in infos]
+    todo = list(found)
+    while todo:
+        pid = todo.pop()
+        for task in glob.glob(f"/proc/{pid}/task/*/children"):
+            with contextlib.suppress(OSError):
+                children = [int(c) for c in Path(task).read_text().split()]
+                found.extend(children)
+                todo.extend(children)
+    return found
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(600)
+def test_a_frozen_node_is_given_up_by_the_batch_deadline_and_nothing_is_lost(
+    tmp_path: Path, bqas_home: Path, two_nodes: tuple[Any, Any]
+) -> None:
+    cluster, node = two_nodes
+    url = f"sqlite:///{bqas_home / 'bqas.sqlite'}"
+    env = {**os.environ, "BQAS_HOME": str(bqas_home), "BQAS_LLM_CACHE": "false"}
+    env.pop("RAY_ADDRESS", None)
+    n = 40
+    stopped: list[int] = []
+    try:
+        with ScriptedLLM(default=Reply(content=json.dumps(GOOD)), latency=0.5) as server:
+            extra = "ray:\n  batch_size: 2\n  batch_timeout: 8\n  placement_timeout: 20\n"
+            path = _scenario(tmp_path, n, backend="llm", extra=extra)
+            cmd = [sys.executable, "-m", "bqas.cli.main", "run", str(path), "--no-progress", "--ray", cluster.address]
+            cmd += ["--ray-workers", "2", "--concurrency", "4", "--base-url", server.base_url, "--model", "m1"]
+            cmd += ["--out", str(tmp_path / "o")]
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+            def freeze_node() -> None:
+                deadline = time.time() + 180
+                while time.time() < deadline and proc.poll() is None:
+                    ids = _run_ids(url, path)
+                    if ids and len(_results(url, ids[-1])) >= 6:
+                        for pid in _node_processes(node):
+                            with contextlib.suppress(ProcessLookupError):
+                                os.kill(pid, signal.SIGSTOP)
+                                stopped.append(pid)
+                        return
+                    time.sleep(0.1)
+
+            freezer = threading.Thread(target=freeze_node, daemon=True)
+            freezer.start()
+            try:
+                _out, err = proc.communicate(timeout=HANG_GUARD_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _out, err = proc.communicate()
+                raise AssertionError(f"bqas run hung on the frozen node:\n{err[-3000:]}") from None
+            freezer.join(timeout=5)
+    finally:
+        for pid in stopped:  # the cluster's shutdown needs them running again
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    assert stopped, "the node should have been frozen in the middle of the run"
+    assert proc.returncode == 0, err[-3000:]
+    assert "no answer to its batch within 8 s (ray.batch_timeout)" in err, err[-3000:]
+    assert "its batches go to the other actors" in err
+    run_id = _run_ids(url, path)[-1]
+    keys = _results(url, run_id)
+    assert len(keys) == len(set(keys)) == n + 2  # every sample once, none twice
+    statuses = _query(url, "SELECT status FROM results WHERE run_id = :run", run=run_id)
+    assert sorted(set(statuses)) == ["invalid", "scored"]  # the frozen actor's batches were judged again

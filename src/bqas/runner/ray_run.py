@@ -46,6 +46,7 @@ class RayPlan:
     workers: int | None
     batch_size: int
     placement_timeout: float = 60.0
+    batch_timeout: float | None = None
 
 
 def ray_plan(request: RunRequest, scenario: Scenario) -> RayPlan:
@@ -56,6 +57,7 @@ def ray_plan(request: RunRequest, scenario: Scenario) -> RayPlan:
         workers=request.ray_workers or (section.workers if section else None),
         batch_size=section.batch_size if section else 32,
         placement_timeout=request.ray_placement_timeout or (section.placement_timeout if section else 60.0),
+        batch_timeout=section.batch_timeout if section else None,
     )
 
 
@@ -248,7 +250,14 @@ def run_on_ray(
                 portable, scenario, settings, stored, database_url, run_id, share, review_tenant, memory_k
             )
 
-        pool = ActorPool(ray, make, plan.placement_timeout, notice, prefix=f"judge-{run_id}-{token}")
+        pool = ActorPool(
+            ray,
+            make,
+            plan.placement_timeout,
+            notice,
+            prefix=f"judge-{run_id}-{token}",
+            batch_timeout=plan.batch_timeout,
+        )
         # Our own check of the head: without it a lost head kept the driver silent for a minute, then
         # Ray's core ended it with exit 1 (a missed gate's code) and the run stayed "running".
         from bqas.runner.ray_head import watch_head
