@@ -187,8 +187,11 @@ class JobWorker:
                 held = await asyncio.to_thread(
                     renew_lease, self.store, job_id, self.name, self.service.job_lease_seconds
                 )
-            except Exception:
-                log.exception("renewing the lease of job %s failed", job_id)
+            except Exception as exc:
+                if database_unavailable(exc):  # the lease runs out unless the database is back in time
+                    log.warning("renewing the lease of job %s: the database is unavailable", job_id)
+                else:
+                    log.exception("renewing the lease of job %s failed", job_id)
                 continue
             if not held:
                 lost.set()

@@ -89,6 +89,7 @@ class Availability:
         # an attempt older than this is over, however it ended.
         self.attempt_limit = attempt_limit
         self._down = False
+        self._closed = False
         self._trying_since: float | None = None
         self._lock = threading.Lock()
         self._probe: threading.Thread | None = None
@@ -115,6 +116,7 @@ class Availability:
         with self._lock:
             self.cause = cause
             self._down = True
+            self._closed = False  # used again after a dispose
             self._trying_since = None
             if self._probe is None or not self._probe.is_alive():
                 self._probe = threading.Thread(target=self._run_probe, name="bqas-store-probe", daemon=True)
@@ -124,9 +126,13 @@ class Availability:
         self._down = False
         self._trying_since = None
 
+    def close(self) -> None:
+        """The engine was disposed: no more probes."""
+        self._closed = True
+
     def _run_probe(self) -> None:
         self._local.probe = True
-        while self._down:
+        while self._down and not self._closed:
             time.sleep(PROBE_EVERY_S)
             try:
                 with self.engine.connect() as conn:
@@ -205,6 +211,10 @@ def install(engine: Engine, limits: DatabaseLimits) -> Availability:
         connect_failed = context.connection is None and isinstance(orig, dbapi.OperationalError)
         if context.is_disconnect or connect_failed:
             availability.failed(f"{type(orig).__name__}: {' '.join(str(orig).split())[:200]}")
+
+    @event.listens_for(engine, "engine_disposed")
+    def _disposed(_engine: Any) -> None:
+        availability.close()
 
     @event.listens_for(engine.pool, "checkout")
     def _answered(*_args: Any) -> None:
