@@ -14,8 +14,10 @@ without its own limits waits forever. So every wait has a limit here:
 libpq parameters given in the URL's query win over these defaults.
 
 Once the store has been found unreachable (a connection dropped, a connect failed, an answer did not come,
-the pool stayed full), :class:`Availability` lets one checkout at a time try the server while every other
-fails at once with :class:`StoreDown`, instead of each request waiting out the limits again; and one
+the pool stayed full), :class:`Availability` lets one checkout at a time try the server, and none while
+the probe below is waiting on it, while every other fails at once with :class:`StoreDown`, instead of
+each request waiting out the limits again (a server that refuses is tried often, so a restarted one is
+found at once; a frozen one is mostly left to the probe); and one
 background probe per store tries the server every :data:`PROBE_EVERY_S` seconds, so that the store is
 found back also when no request comes (a replica a load balancer took out of rotation).
 """
@@ -91,6 +93,7 @@ class Availability:
         self._down = False
         self._closed = False
         self._trying_since: float | None = None
+        self._probe_busy = False  # the probe is waiting on the store right now
         self._lock = threading.Lock()
         self._probe: threading.Thread | None = None
         self._local = threading.local()
@@ -107,6 +110,8 @@ class Availability:
         """Whether this caller may try the store although it is known to be down (no other is trying)."""
         with self._lock:
             at = time.monotonic()
+            if self._probe_busy:  # the probe is already waiting on it
+                return False
             if self._trying_since is not None and at - self._trying_since < self.attempt_limit:
                 return False
             self._trying_since = at
@@ -134,11 +139,14 @@ class Availability:
         self._local.probe = True
         while self._down and not self._closed:
             time.sleep(PROBE_EVERY_S)
+            self._probe_busy = True
             try:
                 with self.engine.connect() as conn:
                     conn.execute(text("SELECT 1"))
             except Exception:  # still down (the failure was recorded by the engine's error event)
                 continue
+            finally:
+                self._probe_busy = False
             self.answered()
 
 
