@@ -312,3 +312,19 @@ def test_every_way_the_store_is_unavailable_is_one_kind() -> None:
     assert database_unavailable(PoolTimeout("QueuePool limit of size 5 overflow 10 reached"))
     assert database_unavailable(StoreDown("the database is unavailable"))
     assert not database_unavailable(ValueError("a mistake in the request"))
+
+
+def test_a_statement_timeout_is_unavailable_but_not_an_outage(pg: postgres.LocalPostgres) -> None:
+    """The server's statement_timeout (BQAS_DB_STATEMENT_TIMEOUT, 1 s here) ends a long statement: that
+    is "unavailable, retry" for the caller, while the store itself stays up for everyone else."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    store = open_store(pg.url)
+    with pytest.raises(OperationalError) as caught, store.engine.connect() as conn:
+        conn.execute(text("SELECT pg_sleep(5)"))
+    assert "statement timeout" in str(caught.value) and database_unavailable(caught.value)
+    assert not store.down
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT 1")).scalar() == 1
+    store.engine.dispose()
