@@ -24,6 +24,12 @@ class Settings(BaseSettings):
     # Where runs, the store and the LLM cache live.
     home: Path = Field(default=Path(".bqas"))
     database_url: str | None = None
+    # Limits of every wait on a PostgreSQL store (bqas.store.bounds): a statement (the server's
+    # statement_timeout; the client gives up on an answer 2 s later), a connection attempt, a free pooled
+    # connection.
+    db_statement_timeout: float = Field(default=10.0, gt=0)
+    db_connect_timeout: float = Field(default=5.0, ge=1)
+    db_pool_timeout: float = Field(default=5.0, gt=0)
 
     # The LLM seam (any OpenAI-compatible server).
     llm_base_url: str | None = None
@@ -49,6 +55,10 @@ class Settings(BaseSettings):
     # Prices in USD per million tokens, for the cost estimate of a run (unset: no estimate).
     price_prompt_per_mtok: float | None = None
     price_completion_per_mtok: float | None = None
+
+    # `bqas run --ray`: seconds without an answer from the cluster's head (its GCS) before the run ends as
+    # interrupted with exit code 75 (bqas.runner.ray_head).
+    ray_head_timeout: float = Field(default=10.0, gt=0)
 
     # Datasets outside the scenario's folder and the working directory (`bqas run --allow-dataset-outside`).
     allow_dataset_outside: bool = False

@@ -9,6 +9,9 @@ A key in the file must be at least :data:`MIN_FILE_KEY_CHARS` characters with at
 tenant names follow :func:`bqas.auth.tenants.check_tenant_name` (no reserved ``@`` names).
 
 Lookups are cached in memory for ``ttl`` seconds, so a revoked key may work that long in a running server.
+While the store is unavailable, a key this process verified within the last ``stale_limit`` seconds keeps
+its tenant (:meth:`Authenticator.check` says it was served stale); once the store answers again the key
+is looked up afresh, so a key revoked during the outage stops working at its first request after it.
 Pages and exports never show a key: they show its :func:`fingerprint`.
 """
 
@@ -96,6 +99,10 @@ def load_keys_file(path: Path) -> dict[str, str]:
     return hashes
 
 
+#: The longest a verified key is accepted past its freshness while the store is unavailable (seconds).
+STALE_LIMIT_S = 900.0
+
+
 class Authenticator:
     """Resolves an API key to its tenant (None for an unknown or revoked key)."""
 
@@ -105,13 +112,16 @@ class Authenticator:
         keys_file: Path | None = None,
         ttl: float = 30.0,
         throttle: FailureThrottle | None = None,
+        stale_limit: float = STALE_LIMIT_S,
     ):
         self.store = store
         # One back-off per process for every way a key is presented (API headers, review login).
         self.throttle = throttle or FailureThrottle()
         self.file_hashes = load_keys_file(keys_file) if keys_file else {}
         self.ttl = ttl
-        self._cache: dict[str, tuple[str | None, float]] = {}
+        self.stale_limit = stale_limit
+        # key -> (tenant, fresh until, verified at) in time.monotonic() seconds
+        self._cache: dict[str, tuple[str | None, float, float]] = {}
         self._lock = threading.Lock()
 
     def add_key(self, key: str, tenant: str) -> None:
@@ -129,14 +139,32 @@ class Authenticator:
 
     def tenant(self, key: str) -> str | None:
         """The tenant of ``key`` (may query the store: call from a worker thread in async code)."""
+        return self.check(key)[0]
+
+    def check(self, key: str) -> tuple[str | None, float | None]:
+        """(tenant, None) for a key looked up now or fresh in the cache; (tenant, seconds since it was
+        verified) for a verified key served from the cache because the store is unavailable (at most
+        ``stale_limit`` seconds old). Raises the store's error for a key it cannot vouch for."""
         hit, tenant = self.cached(key)
         if hit:
-            return tenant
-        tenant = self.file_hashes.get(hash_key(key)) or tenant_for_key(self.store, key)
+            return tenant, None
+        try:
+            tenant = self.file_hashes.get(hash_key(key)) or tenant_for_key(self.store, key)
+        except Exception as exc:
+            from bqas.store.db import database_unavailable
+
+            entry = self._cache.get(key)
+            if entry is None or entry[0] is None or not database_unavailable(exc):
+                raise
+            age = time.monotonic() - entry[2]
+            if age > self.stale_limit:
+                raise
+            return entry[0], age
         # Unknown keys are remembered briefly too, so a flood of bad keys does not reach the database.
         ttl = self.ttl if tenant else min(self.ttl, 2.0)
+        at = time.monotonic()
         with self._lock:
             if len(self._cache) > 10_000:
                 self._cache.clear()
-            self._cache[key] = (tenant, time.monotonic() + ttl)
-        return tenant
+            self._cache[key] = (tenant, at + ttl, at)
+        return tenant, None

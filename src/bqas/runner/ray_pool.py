@@ -11,6 +11,11 @@ What can go wrong on a cluster, and what happens then:
 - A batch that fails :data:`MAX_ATTEMPTS` times is split into single items; an item that fails
   :data:`MAX_ATTEMPTS` times on its own is stored as a ``judge_error`` record that names the cause. It
   counts against the run's ``max_judge_errors`` gate (default 0) and ``--resume`` judges it again.
+- A node that freezes (its processes stopped, not gone) keeps Ray's view of it alive for a minute or
+  more. An actor whose batch takes longer than the batch deadline (``ray.batch_timeout``; by default
+  :data:`BATCH_TIMEOUT_FACTOR` × the slowest batch of the run so far, at least
+  :data:`BATCH_TIMEOUT_FLOOR_S`) counts as lost at once: its batches go to the other actors (the one it
+  was judging counts as a failed try) and a replacement is started.
 - No actor left and none can be placed: :class:`ClusterLost`; the caller judges the rest locally.
 
 Results are keyed by (run, sample, judge): a batch judged twice (its actor died after storing it) is
@@ -33,6 +38,8 @@ from bqas.store.db import Store
 MAX_ATTEMPTS = 3  # tries of a batch, then of each of its items alone, before an item is given up
 IN_FLIGHT_PER_ACTOR = 2  # one judged, one waiting: no actor idles between batches
 POLL_S = 1.0  # how often the loop looks at actors waiting for placement while batches are in flight
+BATCH_TIMEOUT_FLOOR_S = 30.0  # the default batch deadline is never shorter than this
+BATCH_TIMEOUT_FACTOR = 4.0  # ... and at least this many times the slowest batch judged so far
 
 Notice = Callable[[str], None]
 
@@ -57,6 +64,11 @@ class Slot:
     where: str = "?"
     load: int = 0
     replacement: bool = False
+    busy_since: float = 0.0  # when the batch it is judging now (its oldest in flight) became its first
+
+
+class NotAnswering(TimeoutError):
+    """An actor did not finish the batch it was judging within the batch deadline (a frozen node)."""
 
 
 @dataclass
@@ -76,9 +88,17 @@ class ActorPool:
     placement_timeout: float
     notice: Notice
     prefix: str = "judge"
+    batch_timeout: float | None = None  # None: adaptive (BATCH_TIMEOUT_FACTOR × slowest, >= the floor)
     slots: list[Slot] = field(default_factory=list)
     made: int = 0
     lost: int = 0
+    slowest: float = 0.0  # seconds of the slowest batch an actor finished in this run
+
+    def deadline(self) -> float:
+        """Seconds an actor may take for one batch before it counts as not answering."""
+        if self.batch_timeout is not None:
+            return self.batch_timeout
+        return max(BATCH_TIMEOUT_FLOOR_S, BATCH_TIMEOUT_FACTOR * self.slowest)
 
     def start(self, count: int) -> None:
         for _ in range(count):
@@ -163,6 +183,11 @@ class ActorPool:
             f"actors; waiting up to {self.placement_timeout:g} s for Ray to place a replacement"
         )
 
+    def not_answering(self) -> list[Slot]:
+        """Working actors whose current batch has taken longer than the batch deadline."""
+        limit, at = self.deadline(), time.monotonic()
+        return [s for s in self.working if s.load > 0 and at - s.busy_since > limit]
+
     def _kill(self, slot: Slot) -> None:
         with contextlib.suppress(Exception):  # already gone with its node
             self.ray.kill(slot.handle, no_restart=True)
@@ -246,6 +271,27 @@ def drive(
             if advance is not None:
                 advance(1)
 
+    def finished(slot: Slot) -> None:
+        """``slot``'s oldest batch is done: the next one it holds is the one it judges now."""
+        at = time.monotonic()
+        pool.slowest = max(pool.slowest, at - slot.busy_since)
+        slot.load -= 1
+        slot.busy_since = at
+
+    def lost(slot: Slot, exc: BaseException) -> None:
+        # The actor is gone (or does not answer), and every batch it held with it. It ran them one at a
+        # time in the order they were sent: only the first was being judged and counts as a failed try (a
+        # sample that kills or hangs its worker is found that way); the others go back to the queue as
+        # they are.
+        mine = [r for r, (_, s) in in_flight.items() if s is slot]
+        for n, r in enumerate(mine):
+            b, _ = in_flight.pop(r)
+            if n == 0:
+                failed(b, cause(exc))
+            else:
+                queue.append(b)
+        pool.lose(slot, exc)
+
     while True:
         working = pool.working
         while working and len(in_flight) < IN_FLIGHT_PER_ACTOR * len(working):
@@ -261,6 +307,8 @@ def drive(
                 break
             slot = min(working, key=lambda s: s.load)
             in_flight[slot.handle.judge.remote(batch.items)] = (batch, slot)
+            if slot.load == 0:
+                slot.busy_since = time.monotonic()
             slot.load += 1
         if not in_flight and not queue and exhausted:
             return judged
@@ -269,10 +317,14 @@ def drive(
         refs = list(in_flight) + [s.ready for s in pool.starting]
         ready, _ = ray.wait(refs, num_returns=1, timeout=POLL_S)
         pool.expire()
+        for stuck in pool.not_answering():
+            lost(stuck, NotAnswering(f"no answer to its batch within {pool.deadline():g} s (ray.batch_timeout)"))
         if not ready:
             continue
         ref = ready[0]
         if pool.on_ready(ref):
+            continue
+        if ref not in in_flight:  # a batch of an actor given up as not answering, answering late
             continue
         batch, slot = in_flight[ref]
         try:
@@ -280,23 +332,13 @@ def drive(
         except Exception as exc:
             if not actor_lost(exc):  # judging raised: this batch failed
                 del in_flight[ref]
-                slot.load -= 1
+                finished(slot)
                 failed(batch, cause(exc))
                 continue
-            # The actor is gone, and every batch it held with it. It ran them one at a time in the order
-            # they were sent: only the first was being judged and counts as a failed try (a sample that
-            # kills its worker is found that way); the others go back to the queue as they are.
-            mine = [r for r, (_, s) in in_flight.items() if s is slot]
-            for n, r in enumerate(mine):
-                b, _ = in_flight.pop(r)
-                if n == 0:
-                    failed(b, cause(exc))
-                else:
-                    queue.append(b)
-            pool.lose(slot, exc)
+            lost(slot, exc)
             continue
         del in_flight[ref]
-        slot.load -= 1
+        finished(slot)
         judged += items
         if advance is not None:
             advance(records)

@@ -10,7 +10,8 @@ holds at most two batches per actor in flight, so its memory stays flat in the n
 Failures (:mod:`bqas.runner.ray_pool`): a lost actor (its process or its node) is replaced and its
 batches go to the other actors; a replacement that Ray cannot place within ``placement_timeout`` is
 given up; an item that keeps failing becomes a ``judge_error`` record (a gate, default 0; ``--resume``
-judges it again); with no actor left the rest is judged in this process. Nothing waits forever.
+judges it again); with no actor left the rest is judged in this process. A head that stops answering
+ends the run as interrupted with its own exit code (:mod:`bqas.runner.ray_head`). Nothing waits forever.
 
 Ray is imported here only: without ``--ray`` (or a scenario ``ray:`` key) it is never loaded.
 """
@@ -45,6 +46,7 @@ class RayPlan:
     workers: int | None
     batch_size: int
     placement_timeout: float = 60.0
+    batch_timeout: float | None = None
 
 
 def ray_plan(request: RunRequest, scenario: Scenario) -> RayPlan:
@@ -55,6 +57,7 @@ def ray_plan(request: RunRequest, scenario: Scenario) -> RayPlan:
         workers=request.ray_workers or (section.workers if section else None),
         batch_size=section.batch_size if section else 32,
         placement_timeout=request.ray_placement_timeout or (section.placement_timeout if section else 60.0),
+        batch_timeout=section.batch_timeout if section else None,
     )
 
 
@@ -247,7 +250,19 @@ def run_on_ray(
                 portable, scenario, settings, stored, database_url, run_id, share, review_tenant, memory_k
             )
 
-        pool = ActorPool(ray, make, plan.placement_timeout, notice, prefix=f"judge-{run_id}-{token}")
+        pool = ActorPool(
+            ray,
+            make,
+            plan.placement_timeout,
+            notice,
+            prefix=f"judge-{run_id}-{token}",
+            batch_timeout=plan.batch_timeout,
+        )
+        # Our own check of the head: without it a lost head kept the driver silent for a minute, then
+        # Ray's core ended it with exit 1 (a missed gate's code) and the run stayed "running".
+        from bqas.runner.ray_head import watch_head
+
+        watch = watch_head(store, run_id, settings.ray_head_timeout)
         try:
             pool.start(workers)
             try:  # an actor that cannot even start (engine or store) fails the run now, not item by item
@@ -264,6 +279,8 @@ def run_on_ray(
             return drive(pool, scenario, store, run_id, pending, plan.batch_size, None)
         finally:
             pool.close()
+            if watch is not None:
+                watch.stop()
     finally:
         if started:
             _ray().shutdown()

@@ -67,6 +67,10 @@ class RaySection(BaseModel):
     # Seconds a judge actor may wait for Ray to place it (a CPU free on a live node); a replacement for
     # an actor whose node was lost that is not placed in time is given up and the run goes on without it.
     placement_timeout: float = Field(default=60.0, ge=1, le=86_400)
+    # Seconds an actor may take for the batch it is judging before it counts as not answering (a frozen
+    # node): its batches are sent to the other actors and it is replaced. None: 4 × the slowest batch of
+    # the run so far, at least 30 s.
+    batch_timeout: float | None = Field(default=None, ge=1, le=86_400)
 
 
 class Thresholds(BaseModel):

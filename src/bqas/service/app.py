@@ -33,8 +33,11 @@ from bqas.review.settings import get_review_settings
 from bqas.review.web import review_router
 from bqas.service.backpressure import InFlightLimit, default_max_in_flight
 from bqas.service.config import ServiceSettings
+from bqas.service.deadline import DeadlineCall, NoAnswer
 from bqas.service.errors import install_error_handlers
 from bqas.service.jobs import status_view, submit, submit_once
+from bqas.service.key_check import STATE_KEY as KEY_CHECK_STATE
+from bqas.service.key_check import KeyCheckHeader, stale_value
 from bqas.service.limits import BodySizeLimit, RateLimiter, retry_after_header
 from bqas.service.metrics import CONTENT_TYPE_LATEST, MetricsMiddleware, ServiceMetrics
 from bqas.service.models import (
@@ -116,7 +119,9 @@ async def tenant_of(
             )
         hit, tenant = state.auth.cached(key)
         if not hit:
-            tenant = await run_in_threadpool(state.auth.tenant, key)
+            tenant, stale_age = await run_in_threadpool(state.auth.check, key)
+            if stale_age is not None:  # verified earlier; the store cannot be asked now
+                setattr(request.state, KEY_CHECK_STATE, stale_value(stale_age))
         if tenant is None:
             state.auth.throttle.failed(client)
     if tenant is None:
@@ -196,10 +201,16 @@ def create_app(
 
         enable_redaction(True)  # process-wide: the store, the LLM cache and the logs mask PII
     metrics = ServiceMetrics()
-    metrics.track_queue(store)
+    metrics.track_queue(store, deadline=service.health_timeout)
     scorer = Scorer(settings, service, metrics)
     review = get_review_settings().review
-    worker = JobWorker(store, scorer, service, metrics=metrics, review=review) if run_worker else None
+    worker = None
+    if run_worker:
+        # A pool of its own: requests that hold every API connection (or a frozen database that holds
+        # them) must not make the worker's lease renewals and writes wait, nor the other way round.
+        worker_store = store.own_pool(service.worker_concurrency + 2)
+        worker = JobWorker(worker_store, scorer, service, metrics=metrics, review=review)
+    readiness = DeadlineCall("readiness", service.health_timeout)
     state = ServiceState(
         settings=settings,
         service=service,
@@ -208,7 +219,9 @@ def create_app(
         auth=Authenticator(
             store,
             service.api_keys_file,
+            ttl=service.api_key_cache_seconds,
             throttle=FailureThrottle(free=service.auth_failures_free, base=service.auth_backoff_seconds),
+            stale_limit=service.api_key_stale_seconds,
         ),
         limiter=RateLimiter(service.rate_limit, service.rate_burst),
         metrics=metrics,
@@ -262,6 +275,8 @@ def create_app(
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+            if worker is not None and worker.store is not store:
+                worker.store.engine.dispose()
             if state.feed is not None:
                 await state.feed.close()
             await scorer.aclose()
@@ -432,8 +447,13 @@ def create_app(
         return FastJSON(await run_in_threadpool(status_view, state.store, job))
 
     async def database_state() -> str:
+        """ "ok", or why not; within BQAS_HEALTH_TIMEOUT even while the database does not answer."""
+        if state.store.down:  # found unreachable moments ago: no need to wait for it again
+            return "unreachable: StoreDown"
         try:
-            await run_in_threadpool(ping, state.store)
+            await run_in_threadpool(readiness, lambda: ping(state.store))
+        except NoAnswer:
+            return f"unreachable: no answer within {service.health_timeout:g} s"
         except Exception as exc:
             return f"unreachable: {type(exc).__name__}"
         return "ok"
@@ -479,6 +499,7 @@ def create_app(
     )
     metrics.in_flight_limit.set(max_in_flight)
     app.add_middleware(InFlightLimit, max_in_flight=max_in_flight, gauge=metrics.in_flight)
+    app.add_middleware(KeyCheckHeader)
     app.add_middleware(BodySizeLimit, max_bytes=service.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

@@ -40,6 +40,8 @@ class ServiceSettings(BaseSettings):
     llm_retry_after: int = Field(default=30, ge=1)
     # Seconds a client is told to wait (Retry-After, with 503) while the database cannot be reached.
     db_retry_after: int = Field(default=5, ge=1)
+    # The longest /readyz, /healthz and the queue series of /metrics wait for the database (seconds).
+    health_timeout: float = Field(default=2.0, gt=0)
     # Jobs.
     job_retries: int = Field(default=3, ge=0)  # extra attempts of a turn whose LLM was unavailable
     job_retry_delay: float = Field(default=2.0, ge=0)  # seconds before the first retry; doubles each time
@@ -50,6 +52,11 @@ class ServiceSettings(BaseSettings):
     idempotency_retention_seconds: float = Field(default=86_400.0, gt=0)
     worker_concurrency: int = Field(default=4, ge=1)  # jobs processed at once per process
     turn_concurrency: int = Field(default=4, ge=1)  # turns of one job scored at once
+    # An API key's lookup is cached this many seconds (a revoked key may work that long); while the store
+    # is unavailable, a key verified within the last ``api_key_stale_seconds`` keeps working (responses
+    # then carry ``X-BQAS-Key-Check: stale; age=<s>``).
+    api_key_cache_seconds: float = Field(default=30.0, ge=0)
+    api_key_stale_seconds: float = Field(default=900.0, ge=0)
     # Tenants: keys in the store (``bqas keys create``) and, optionally, a YAML file {tenant: [key, ...]}.
     api_keys_file: Path | None = None
     # Trust or escalate: calibration profiles per tenant, <profiles_dir>/<tenant>/*.yaml|*.yml|*.json

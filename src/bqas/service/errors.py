@@ -5,7 +5,8 @@ FastAPI's own 422 answer echoes the offending input, and its JSON encoder cannot
 answer 500. Here the echoed input is made JSON-safe first (:func:`bqas.untrusted.json_safe`). A body
 nested so deeply that Python's JSON parser gives up answers 422 too, instead of a generic 400.
 
-A database that cannot be reached (down, restarting, a dropped connection) answers 503 with
+A database that cannot be reached or used (down, restarting, frozen, a dropped connection, every pooled
+connection busy, a statement timeout, a full disk) answers 503 with
 ``Retry-After`` and a JSON body on every endpoint that needs it, never a bare 500: the request was not
 wrong, and the same request later will work.
 """
@@ -18,7 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bqas.logs import get_logger
@@ -56,8 +57,10 @@ def install_error_handlers(app: FastAPI, *, db_retry_after: int = 5) -> None:
     """422 answers that always render, 422 (not 400) for a body too deeply nested to parse, and 503 with
     ``Retry-After`` while the database cannot be reached."""
 
-    @app.exception_handler(DBAPIError)
-    async def database_error(request: Request, exc: DBAPIError) -> Response:
+    # Every SQLAlchemy error, not only the driver's: a pool that stayed full and a store known to be down
+    # (bqas.store.bounds) are the database being unavailable too.
+    @app.exception_handler(SQLAlchemyError)
+    async def database_error(request: Request, exc: SQLAlchemyError) -> Response:
         if database_unavailable(exc):
             log.warning("%s %s: database unavailable: %s", request.method, request.url.path, type(exc).__name__)
             return database_unavailable_response(exc, db_retry_after)

@@ -137,9 +137,10 @@ class ServiceMetrics:
                     if threshold is not None and target is not None:
                         self.precision.labels(p.id, p.judge, t.tier, side).set(target)
 
-    def track_queue(self, store: Any) -> None:
-        """Report the job queue of ``store`` (a :class:`bqas.store.db.Store`) at every scrape."""
-        self.registry.register(QueueCollector(store))
+    def track_queue(self, store: Any, deadline: float = 2.0) -> None:
+        """Report the job queue of ``store`` (a :class:`bqas.store.db.Store`) at every scrape; a database
+        that does not answer within ``deadline`` seconds is reported as ``bqas_queue_up 0``."""
+        self.registry.register(QueueCollector(store, deadline))
 
     def render(self) -> bytes:
         """The text exposition; reads the database when the queue is tracked (call it off the event loop)."""
@@ -156,10 +157,14 @@ class QueueCollector(Collector):
     Labels are the job's state and kind only (never the tenant: bounded series, nothing about who
     submits). Every series is present, zeros included, so that an autoscaler's query never comes back
     empty. While the database cannot be read, the queue series are left out and
-    ``bqas_queue_up`` is 0."""
+    ``bqas_queue_up`` is 0: at once while the store is known to be down, else after ``deadline`` seconds
+    without an answer (a scrape must not hang on a frozen database)."""
 
-    def __init__(self, store: Any):
+    def __init__(self, store: Any, deadline: float = 2.0):
+        from bqas.service.deadline import DeadlineCall
+
         self.store = store
+        self.read = DeadlineCall("queue-metrics", deadline)
 
     def describe(self) -> list[Any]:  # no query at registration
         return []
@@ -169,7 +174,9 @@ class QueueCollector(Collector):
 
         up = GaugeMetricFamily("bqas_queue_up", "1 when the job queue could be read from the database at this scrape.")
         try:
-            state = queue_state(self.store)
+            if getattr(self.store, "down", False):
+                raise ConnectionError("the store is down")
+            state = self.read(lambda: queue_state(self.store))
         except Exception:  # an outage of the database: say so, and keep the other metrics
             up.add_metric([], 0)
             yield up

@@ -124,8 +124,11 @@ class JobWorker:
             return await asyncio.to_thread(
                 claim_job, self.store, self.name, self.service.job_lease_seconds, tuple(self._active)
             )
-        except Exception:  # a database hiccup must not kill the loop; try again at the next poll
-            log.exception("claiming a job failed")
+        except Exception as exc:  # a database hiccup must not kill the loop; try again at the next poll
+            if database_unavailable(exc):  # an outage: one line per poll, not a traceback
+                log.warning("claiming a job: the database is unavailable (%s)", type(exc).__name__)
+            else:
+                log.exception("claiming a job failed")
             return None
 
     async def _purge(self) -> None:
@@ -184,8 +187,11 @@ class JobWorker:
                 held = await asyncio.to_thread(
                     renew_lease, self.store, job_id, self.name, self.service.job_lease_seconds
                 )
-            except Exception:
-                log.exception("renewing the lease of job %s failed", job_id)
+            except Exception as exc:
+                if database_unavailable(exc):  # the lease runs out unless the database is back in time
+                    log.warning("renewing the lease of job %s: the database is unavailable", job_id)
+                else:
+                    log.exception("renewing the lease of job %s failed", job_id)
                 continue
             if not held:
                 lost.set()

@@ -14,7 +14,9 @@ from sqlalchemy import Engine, and_, create_engine, delete, event, func, or_, se
 from sqlalchemy import insert as sql_insert
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
+from sqlalchemy.pool import NullPool
 
+from bqas.store.bounds import BoundedQueuePool, DatabaseLimits, install
 from bqas.store.models import ResultRow, Run, SettledRow, TargetReplyRow, filter_columns
 
 
@@ -134,6 +136,20 @@ class Store:
     def __init__(self, engine: Engine):
         self.engine = engine
         self.session = sessionmaker(engine, expire_on_commit=False)
+
+    @property
+    def down(self) -> bool:
+        """Whether the store was found unreachable and has not answered since (PostgreSQL only)."""
+        availability = getattr(self.engine.pool, "availability", None)
+        return availability is not None and bool(availability.down)
+
+    def own_pool(self, pool_size: int) -> Store:
+        """The same store through a pool of its own (a worker beside the API in one process: one side
+        holding every connection cannot starve the other); SQLite files share this store's engine."""
+        if self.dialect == "sqlite":
+            return self
+        url = self.engine.url.render_as_string(hide_password=False)
+        return Store(create_store_engine(url, pool_size=pool_size))
 
     @property
     def dialect(self) -> str:
@@ -376,16 +392,17 @@ class Store:
 
 
 def database_unavailable(exc: BaseException) -> bool:
-    """Whether ``exc`` says the database cannot be reached or used right now (down, restarting, a dropped
-    connection, a locked SQLite file), as opposed to a mistake in what was asked of it: worth a retry."""
+    """Whether ``exc`` says the database cannot be reached or used right now (down, restarting, frozen, a
+    dropped connection, every pooled connection busy, a statement timeout, a full disk, a locked SQLite
+    file), as opposed to a mistake in what was asked of it: worth a retry."""
     from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-    if isinstance(exc, OperationalError | InterfaceError):
+    from bqas.store.bounds import StoreDown
+
+    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout | StoreDown | StoreUnavailable):
         return True
     return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
-
-
-CONNECT_TIMEOUT_S = 10  # a PostgreSQL host that drops packets: give up connecting after this (libpq default: never)
 
 
 class StoreUnavailable(RuntimeError):
@@ -444,24 +461,51 @@ def open_store(url: str | None = None, *, home: Path | None = None) -> Store:
         raise StoreUnavailable(f"the store {store_name(url)} cannot be opened: {failure_cause(exc)}") from exc
 
 
-def _open_store(url: str) -> Store:
+def database_limits() -> DatabaseLimits:
+    """The limits of every wait on a PostgreSQL store, from the settings (``BQAS_DB_*``)."""
+    from bqas.settings import get_settings
+
+    settings = get_settings()
+    return DatabaseLimits(
+        statement_timeout=settings.db_statement_timeout,
+        connect_timeout=settings.db_connect_timeout,
+        pool_timeout=settings.db_pool_timeout,
+    )
+
+
+def create_store_engine(url: str, *, pool_size: int | None = None) -> Engine:
+    """An engine for the store at ``url``: on PostgreSQL every wait bounded (:mod:`bqas.store.bounds`)."""
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     # Pre-ping finds connections a PostgreSQL server dropped; a SQLite file has no server, and the ping was a
     # query before every batch of results. Records are read back with orjson as they are written with it.
-    connect_args: dict[str, Any] = {}
-    if url.startswith("postgresql") and "connect_timeout" not in url:
-        connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+    options: dict[str, Any] = {}
+    limits = database_limits() if url.startswith("postgresql") else None
+    if limits is not None:
+        options = {
+            "connect_args": limits.connect_args(url),
+            "poolclass": BoundedQueuePool,
+            "pool_timeout": limits.pool_timeout,
+        }
+        if pool_size is not None:
+            options["pool_size"] = pool_size
     engine = create_engine(
         url,
         future=True,
         pool_pre_ping=not url.startswith("sqlite"),
         json_serializer=_dumps,
         json_deserializer=_loads,
-        connect_args=connect_args,
+        **options,
     )
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+    elif limits is not None:
+        install(engine, limits)
+    return engine
+
+
+def _open_store(url: str) -> Store:
+    engine = create_store_engine(url)
     # Alembic (and its imports) costs most of a second; run it only when the schema is not current.
     if not _is_current(engine):
         database = engine.url.database
@@ -504,8 +548,20 @@ _MIGRATION_LOCK = 0x62716173_6D696772
 def _migrate_locked(engine: Engine, url: str) -> None:
     """Migrate under a PostgreSQL advisory lock: replicas and workers that start together on a new
     database would otherwise run ``alembic upgrade`` at the same time and collide on CREATE TABLE.
-    The ones that waited find the schema current and do nothing."""
-    with engine.connect() as conn:
+    The ones that waited find the schema current and do nothing.
+
+    The lock is taken on a connection of its own without the store's statement and answer limits: waiting
+    for another process's migration is not a server that stopped answering."""
+    connect_args = {} if "connect_timeout" in url else {"connect_timeout": 10}
+    waiter = create_engine(url, poolclass=NullPool, connect_args=connect_args)
+    try:
+        _hold_migration_lock(waiter, engine, url)
+    finally:
+        waiter.dispose()
+
+
+def _hold_migration_lock(waiter: Engine, engine: Engine, url: str) -> None:
+    with waiter.connect() as conn:
         conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _MIGRATION_LOCK})
         try:
             if not _is_current(engine):

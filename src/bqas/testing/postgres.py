@@ -5,6 +5,8 @@ may stop and start again: a database outage and a restart, for real.
         store = open_store(pg.url)
         pg.stop()                      # immediate shutdown: connections drop as in a crash
         pg.start()                     # same data, same port
+        with pg.frozen():              # every server process stopped (SIGSTOP), not gone: nothing answers
+            ...                        # SIGCONT on the way out, whatever happened inside
 
 It needs the server binaries (``/usr/lib/postgresql/*/bin``, as ``scripts/ci-postgres.sh`` installs
 them) and, when run as root, the ``postgres`` user (PostgreSQL refuses to run as root).
@@ -19,6 +21,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -98,6 +101,40 @@ class LocalPostgres:
             return int((self.data / "postmaster.pid").read_text().split()[0])
         except (OSError, ValueError, IndexError):
             return None
+
+    def processes(self) -> list[int]:
+        """The postmaster and every process under it (backends, checkpointer, WAL writer, ...)."""
+        root = self.pid()
+        if root is None:
+            return []
+        found, todo = [root], [root]
+        while todo:
+            pid = todo.pop()
+            for task in glob.glob(f"/proc/{pid}/task/*/children"):
+                with contextlib.suppress(OSError):
+                    children = [int(c) for c in Path(task).read_text().split()]
+                    found.extend(children)
+                    todo.extend(children)
+        return found
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[list[int]]:
+        """Every server process stopped with SIGSTOP (the postmaster first, so that it starts no new
+        backend) for the ``with`` block, then continued with SIGCONT, also when the block fails: the fault
+        of an overloaded host or a partitioned network, where connections stay open and nothing answers."""
+        import signal
+
+        stopped: list[int] = []
+        try:
+            for pid in self.processes():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+                    stopped.append(pid)
+            yield stopped
+        finally:
+            for pid in stopped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
 
     def close(self) -> None:
         if self.pid() is not None:
