@@ -112,6 +112,9 @@ class HTTPTarget(_Common, _Outputs):
     # Strings may hold {field} (a sample field, {conversation_id}, {turn}) and ${VAR} (the environment).
     body: Any = None
     outputs: dict[str, str] = Field(min_length=1)
+    # Whether sending a turn twice is harmless; unset: not when the request carries a session
+    # ({conversation_id} in url, headers or body, or a conversation id mapped from the reply).
+    idempotent: bool | None = None
 
 
 class DifyTarget(_Common, _Outputs):
@@ -123,6 +126,8 @@ class DifyTarget(_Common, _Outputs):
     api_key_env: str = Field(min_length=1, max_length=200)
     user: str = Field(default="bqas", min_length=1, max_length=200)
     inputs: dict[str, Any] = Field(default_factory=dict)  # the app's input variables; strings take {field}
+    # Whether sending a turn twice into a Dify conversation is harmless (default: it is not).
+    idempotent: bool | None = None
 
 
 class PythonTarget(_Common):
@@ -153,6 +158,15 @@ def provided_fields(target: Target) -> tuple[str, ...]:
 
 # Output names read as the assistant's token figures, not as judge inputs.
 TOKEN_FIELDS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def uses_session(target: HTTPTarget) -> bool:
+    """Whether an HTTP target's requests carry a conversation (``{conversation_id}`` in a template, or
+    the target's own id mapped from its reply): the assistant then keeps state between requests."""
+    from bqas.targets.mapping import template_fields
+
+    used = template_fields([target.url, target.headers, target.body])
+    return "conversation_id" in used or "conversation_id" in target.outputs
 
 
 def check_environment(target: Target) -> None:

@@ -27,6 +27,7 @@ from bqas.targets.config import (
     answer_fields,
     env_names,
     expand_env,
+    uses_session,
 )
 from bqas.targets.mapping import UnmappableReply, as_judge_text, fill, map_outputs
 from bqas.targets.reply import TargetFailure, TargetReply, excerpt
@@ -192,6 +193,7 @@ class OpenAIClient(TargetClient):
         if not isinstance(content, str):
             raise UnmappableReply("choices[0].message.content is not text")
         _tokens(reply, body.get("usage") if isinstance(body, dict) else None)
+        reply.message = content
         if t.outputs:
             mapped = map_outputs(_json(content.encode()), t.outputs)
             reply.fields = _judge_fields(mapped, tuple(k for k in t.outputs if k == "response"), t.outputs)
@@ -208,7 +210,8 @@ class HTTPClient(TargetClient):
         url = fill(t.url, values, "target.url")
         headers = {k: str(fill(v, values, f"target.headers.{k}")) for k, v in t.headers.items()}
         body = None if t.method == "GET" or t.body is None else fill(t.body, values, "target.body")
-        answer = await self.transport.send(t.method, str(url), headers, body)
+        safe = t.idempotent if t.idempotent is not None else not uses_session(t)
+        answer = await self.transport.send(t.method, str(url), headers, body, replay_safe=safe)
         self._answered(reply, answer)
         mapped = await _parsed(answer.body, lambda body: map_outputs(body, t.outputs))
         _tokens(reply, mapped)
@@ -234,7 +237,12 @@ class DifyClient(TargetClient):
             "user": t.user,
         }
         url = expand_env(t.base_url, "target.base_url").rstrip("/") + "/chat-messages"
-        answer = await self.transport.send("POST", url, _bearer(t.api_key_env, "target.api_key_env"), payload)
+        # A turn without a conversation id opens a new Dify conversation: sent twice, it leaves an unused
+        # one behind. A later turn sent twice is taken twice into the same conversation.
+        safe = bool(t.idempotent) or conversation.remote_id is None
+        answer = await self.transport.send(
+            "POST", url, _bearer(t.api_key_env, "target.api_key_env"), payload, replay_safe=safe
+        )
         self._answered(reply, answer)
         body = await _parsed(answer.body)
         if not isinstance(body, dict) or not isinstance(body.get("answer"), str):

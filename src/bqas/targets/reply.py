@@ -38,6 +38,8 @@ class TargetReply:
     raw_truncated: bool = False
     kind: str = ""  # the target's type
     reused_from: str | None = None  # --reuse-target-replies: the run that asked
+    # An openai target's whole message: the next turn's history (``raw`` may be cut, ``fields`` a part).
+    message: str | None = None
 
     def keep_raw(self, raw: bytes | str) -> None:
         """Keep the first :data:`RAW_KEEP_BYTES` of the reply (and its size)."""
