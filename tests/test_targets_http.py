@@ -232,7 +232,8 @@ def test_conversations_go_turn_by_turn_to_one_session(
     assert by_id["c1#2"]["target"]["turn"] == 2 and by_id["h1"]["target"]["turn"] == 1
 
 
-def test_dry_run_counts_target_calls(tmp_path: Path, bqas_home: Path) -> None:
+def test_dry_run_counts_target_calls(tmp_path: Path, bqas_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSISTANT_TOKEN", "t")
     samples = [
         *voice_samples(3),
         {
