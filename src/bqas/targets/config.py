@@ -118,15 +118,21 @@ class HTTPTarget(_Common, _Outputs):
 
 
 class DifyTarget(_Common, _Outputs):
-    """A Dify app (chat-messages API, blocking): answer -> response, retriever_resources[*].content ->
-    available_facts; ``outputs`` may map more (JSONPath into Dify's reply)."""
+    """A Dify app (:mod:`bqas.targets.dify`). ``mode: chat`` (chat, agent and chatflow apps,
+    ``/chat-messages``): answer -> response, retriever_resources[*].content -> available_facts;
+    ``mode: workflow`` (``/workflows/run``): ``outputs`` maps from ``data.outputs``; ``mode: completion``
+    (``/completion-messages``): answer -> response. Streamed (SSE) unless ``response_mode: blocking``."""
 
     type: Literal["dify"]
+    mode: Literal["chat", "workflow", "completion"] = "chat"
+    # Agent apps answer only streaming; chatflow apps have been seen to stream even when asked to block.
+    response_mode: Literal["streaming", "blocking"] = "streaming"
     base_url: str = Field(min_length=1, max_length=2000)
     api_key_env: str = Field(min_length=1, max_length=200)
     user: str = Field(default="bqas", min_length=1, max_length=200)
     inputs: dict[str, Any] = Field(default_factory=dict)  # the app's input variables; strings take {field}
-    # Whether sending a turn twice into a Dify conversation is harmless (default: it is not).
+    # Whether sending a request twice is harmless (default: yes for workflow and completion apps and a
+    # chat's first turn, no for a chat's later turns, which Dify would take twice into the conversation).
     idempotent: bool | None = None
 
 
@@ -153,6 +159,8 @@ def provided_fields(target: Target) -> tuple[str, ...]:
     """The judge inputs a target's answer fills in (a python target's are known only once it answers)."""
     mapped = tuple(getattr(target, "outputs", {}) or ())
     fields: tuple[str, ...] = {"dify": ("response", "available_facts"), "http": ()}.get(target.type, ("response",))
+    if isinstance(target, DifyTarget) and target.mode != "chat":
+        fields = ("response",)
     return tuple(dict.fromkeys(f for f in (*fields, *mapped) if f not in TOKEN_FIELDS and f != "conversation_id"))
 
 

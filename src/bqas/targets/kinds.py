@@ -227,38 +227,14 @@ class DifyClient(TargetClient):
     target: DifyTarget
 
     async def _ask(self, data: dict[str, Any], conversation: Conversation, reply: TargetReply) -> None:
+        from bqas.targets.dify import ask_dify, judge_fields
+
         t = self.target
-        text = user_message(t, data)
-        payload = {
-            "inputs": fill(t.inputs, data, "target.inputs"),
-            "query": text,
-            "response_mode": "blocking",
-            "conversation_id": conversation.remote_id or "",
-            "user": t.user,
-        }
-        url = expand_env(t.base_url, "target.base_url").rstrip("/") + "/chat-messages"
-        # A turn without a conversation id opens a new Dify conversation: sent twice, it leaves an unused
-        # one behind. A later turn sent twice is taken twice into the same conversation.
-        safe = bool(t.idempotent) or conversation.remote_id is None
-        answer = await self.transport.send(
-            "POST", url, _bearer(t.api_key_env, "target.api_key_env"), payload, replay_safe=safe
-        )
-        self._answered(reply, answer)
-        body = await _parsed(answer.body)
-        if not isinstance(body, dict) or not isinstance(body.get("answer"), str):
-            raise UnmappableReply(f"not a Dify chat-messages reply (no answer): {excerpt(answer.body)}")
-        found = body.get("metadata")
-        metadata: dict[str, Any] = found if isinstance(found, dict) else {}
-        resources = metadata.get("retriever_resources")
-        resources = resources if isinstance(resources, list) else []
-        facts = [r["content"] for r in resources if isinstance(r, dict) and isinstance(r.get("content"), str)]
-        _tokens(reply, metadata.get("usage"))
-        fields: dict[str, Any] = {"response": body["answer"], "available_facts": facts}
-        if t.outputs:
-            fields.update(_judge_fields(map_outputs(body, t.outputs), (), t.outputs))
-        reply.fields = fields
-        if isinstance(body.get("conversation_id"), str) and body["conversation_id"]:
-            conversation.remote_id = reply.conversation_id = body["conversation_id"]
+        body = await ask_dify(self, t, data, conversation, reply)
+        reply.fields = judge_fields(t, body, reply)
+        remote = body.get("conversation_id")
+        if t.mode == "chat" and isinstance(remote, str) and remote:
+            conversation.remote_id = reply.conversation_id = remote
 
 
 class PythonClient(TargetClient):

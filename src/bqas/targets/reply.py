@@ -28,6 +28,7 @@ class TargetReply:
     error: str | None = None
     status: int | None = None  # HTTP status of the last attempt (None for a python target or no answer)
     latency_ms: float | None = None  # the answering attempt's time, request sent to reply read
+    ttft_ms: float | None = None  # a streamed reply: request sent to the first piece of the answer
     attempts: int = 0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -64,6 +65,7 @@ class TargetReply:
             "turn": self.turn,
             "status": self.status,
             "latency_ms": self.latency_ms,
+            "ttft_ms": self.ttft_ms,
             "attempts": self.attempts,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
