@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # The sample fields tried, in order, for the user's message when ``input`` is not given.
 DEFAULT_INPUTS: tuple[str, ...] = ("user_input", "query", "question")
@@ -100,6 +100,8 @@ class OpenAITarget(_Common, _Outputs):
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
     headers: dict[str, str] = Field(default_factory=dict)
+    # Ask for the reply as chat completion chunks (SSE): the time to first token is measured.
+    stream: bool = False
 
 
 class HTTPTarget(_Common, _Outputs):
@@ -111,10 +113,26 @@ class HTTPTarget(_Common, _Outputs):
     headers: dict[str, str] = Field(default_factory=dict)
     # Strings may hold {field} (a sample field, {conversation_id}, {turn}) and ${VAR} (the environment).
     body: Any = None
-    outputs: dict[str, str] = Field(min_length=1)
+    outputs: dict[str, str] = Field(default_factory=dict)
+    # A streamed reply (Server-Sent Events or newline-delimited JSON): ``chunk`` is the JSONPath, into
+    # each event, of a piece of ``response``; ``outputs`` fields take the last value an event holds.
+    stream: Literal["sse", "ndjson"] | None = None
+    chunk: str | None = Field(default=None, min_length=1, max_length=2000)
     # Whether sending a turn twice is harmless; unset: not when the request carries a session
     # ({conversation_id} in url, headers or body, or a conversation id mapped from the reply).
     idempotent: bool | None = None
+
+    @model_validator(mode="after")
+    def _mapping(self) -> HTTPTarget:
+        if self.chunk is not None:
+            compile_path(self.chunk, "chunk")
+        if self.stream is not None and self.chunk is None:
+            raise ValueError("stream: needs chunk, the JSONPath of a piece of the answer in each event")
+        if self.stream is None and self.chunk is not None:
+            raise ValueError("chunk: only with stream: sse or ndjson")
+        if self.stream is None and not self.outputs:
+            raise ValueError("outputs: map at least one field from the reply (e.g. response: $.answer)")
+        return self
 
 
 class DifyTarget(_Common, _Outputs):
@@ -150,7 +168,7 @@ Target = OpenAITarget | HTTPTarget | DifyTarget | PythonTarget
 def answer_fields(target: Target) -> tuple[str, ...]:
     """What makes a sample answered already (then it is not sent): ``response``; for an HTTP target that
     maps no ``response``, every field its ``outputs`` map (e.g. ``generated_definition``)."""
-    if isinstance(target, HTTPTarget) and "response" not in target.outputs:
+    if isinstance(target, HTTPTarget) and target.stream is None and "response" not in target.outputs:
         return tuple(k for k in target.outputs if k not in TOKEN_FIELDS and k != "conversation_id")
     return ("response",)
 
@@ -159,6 +177,8 @@ def provided_fields(target: Target) -> tuple[str, ...]:
     """The judge inputs a target's answer fills in (a python target's are known only once it answers)."""
     mapped = tuple(getattr(target, "outputs", {}) or ())
     fields: tuple[str, ...] = {"dify": ("response", "available_facts"), "http": ()}.get(target.type, ("response",))
+    if isinstance(target, HTTPTarget) and target.stream is not None:
+        fields = ("response",)
     if isinstance(target, DifyTarget) and target.mode != "chat":
         fields = ("response",)
     return tuple(dict.fromkeys(f for f in (*fields, *mapped) if f not in TOKEN_FIELDS and f != "conversation_id"))

@@ -181,6 +181,21 @@ class OpenAIClient(TargetClient):
         headers = {k: expand_env(v, f"target.headers.{k}") for k, v in t.headers.items()}
         headers.update(_bearer(t.api_key_env, "target.api_key_env"))
         url = expand_env(t.base_url, "target.base_url").rstrip("/") + "/chat/completions"
+        if t.stream:
+            content, usage = await self._streamed(url, headers, payload, reply)
+        else:
+            content, usage = await self._whole(url, headers, payload, reply)
+        _tokens(reply, usage)
+        reply.message = content
+        if t.outputs:
+            mapped = map_outputs(_json(content.encode()), t.outputs)
+            reply.fields = _judge_fields(mapped, tuple(k for k in t.outputs if k == "response"), t.outputs)
+        else:
+            reply.fields = {"response": content}
+
+    async def _whole(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], reply: TargetReply
+    ) -> tuple[str, Any]:
         answer = await self.transport.send("POST", url, headers, payload)
         self._answered(reply, answer)
         body = await _parsed(answer.body)
@@ -192,13 +207,26 @@ class OpenAIClient(TargetClient):
             ) from None
         if not isinstance(content, str):
             raise UnmappableReply("choices[0].message.content is not text")
-        _tokens(reply, body.get("usage") if isinstance(body, dict) else None)
-        reply.message = content
-        if t.outputs:
-            mapped = map_outputs(_json(content.encode()), t.outputs)
-            reply.fields = _judge_fields(mapped, tuple(k for k in t.outputs if k == "response"), t.outputs)
-        else:
-            reply.fields = {"response": content}
+        return content, body.get("usage") if isinstance(body, dict) else None
+
+    async def _streamed(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], reply: TargetReply
+    ) -> tuple[str, Any]:
+        from bqas.targets.chunks import openai_message
+        from bqas.targets.streaming import send_streaming
+
+        payload = {**payload, "stream": True, "stream_options": {"include_usage": True}}
+        answer = await send_streaming(self.transport, "POST", url, headers, payload, fmt="sse")
+        reply.status, reply.latency_ms, reply.attempts = answer.status, answer.latency_ms, answer.attempts
+        reply.keep_raw(answer.body)
+        if not answer.streamed:  # a server that does not stream answers with one completion
+            body = await _parsed(answer.body)
+            try:
+                content = body["choices"][0]["message"]["content"]
+            except (KeyError, IndexError, TypeError):
+                raise UnmappableReply(f"not a chat completion: {excerpt(answer.body)}") from None
+            return str(content), body.get("usage") if isinstance(body, dict) else None
+        return openai_message(answer, reply)
 
 
 class HTTPClient(TargetClient):
@@ -211,16 +239,41 @@ class HTTPClient(TargetClient):
         headers = {k: str(fill(v, values, f"target.headers.{k}")) for k, v in t.headers.items()}
         body = None if t.method == "GET" or t.body is None else fill(t.body, values, "target.body")
         safe = t.idempotent if t.idempotent is not None else not uses_session(t)
+        if t.stream is not None and t.chunk is not None:
+            from bqas.targets.chunks import http_fields
+            from bqas.targets.streaming import send_streaming
+
+            streamed = await send_streaming(
+                self.transport, t.method, str(url), headers, body, fmt=t.stream, replay_safe=safe
+            )
+            reply.status, reply.latency_ms, reply.attempts = streamed.status, streamed.latency_ms, streamed.attempts
+            reply.keep_raw(streamed.body)
+            outputs = {"response": t.chunk, **t.outputs}
+            if streamed.streamed:
+                mapped = http_fields(streamed, t.chunk, t.outputs, reply)
+            else:  # one JSON body: mapped as a whole, the chunk path giving the answer
+                mapped = await _parsed(streamed.body, lambda body: map_outputs(body, outputs))
+            if isinstance(mapped.get("response"), list):
+                mapped["response"] = "".join(str(v) for v in mapped["response"])
+            _tokens(reply, mapped)
+            reply.fields = _judge_fields(mapped, ("response",), outputs)
+            self._keep_conversation(reply, conversation, values["conversation_id"])
+            return
         answer = await self.transport.send(t.method, str(url), headers, body, replay_safe=safe)
         self._answered(reply, answer)
         mapped = await _parsed(answer.body, lambda body: map_outputs(body, t.outputs))
         _tokens(reply, mapped)
         reply.fields = _judge_fields(mapped, answer_fields(t), t.outputs)
+        self._keep_conversation(reply, conversation, values["conversation_id"])
+
+    @staticmethod
+    def _keep_conversation(reply: TargetReply, conversation: Conversation, sent_id: str) -> None:
+        """The target's own conversation id (``outputs.conversation_id``) carries the next turns."""
         remote = reply.fields.pop("conversation_id", None)
         if remote is not None:
             conversation.remote_id = reply.conversation_id = str(remote)
         else:
-            reply.conversation_id = values["conversation_id"]
+            reply.conversation_id = sent_id
 
 
 class DifyClient(TargetClient):
