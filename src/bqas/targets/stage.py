@@ -73,10 +73,11 @@ class TargetStage:
     async def answer(self, group: list[WorkItem], keep: KeepReplies | None = None) -> Answered:
         """Ask (or look up) what the sample of ``group`` (its work items, one sample's) lacks.
 
-        With ``keep``, each new reply is handed to it (and stored) before the next turn is sent: a run
-        killed in the middle of a conversation resumes after its last stored turn, in the same assistant
-        session, instead of sending the answered turns again. Without it, the replies come back in
-        :attr:`Answered.replies`."""
+        With ``keep``, each new reply that has a turn after it is handed to it (and stored) before the
+        next turn is sent: a run killed in the middle of a conversation resumes after its last stored
+        turn, in the same assistant session, instead of sending the answered turns again. The last turn's
+        reply (a one-turn sample's only one) comes back in :attr:`Answered.replies`, stored ahead of the
+        results that use it."""
         if all(w.error or w.judge is None for w in group):
             return Answered(list(group), [], [])  # a bad sample is not sent: it is reported as invalid
         first = group[0].item
@@ -122,9 +123,9 @@ class TargetStage:
                     problem = f"line {sample.line}: {exc}"
                 if reply is not None:
                     row = (sample.sample_id, index, reply.stored())
-                    if keep is not None:
-                        await keep([row])
-                    else:
+                    if keep is not None and index < len(sequence) - 1:
+                        await keep([row])  # stored before the next turn is sent
+                    else:  # the last turn: stored ahead of the results that use it
                         replies.append(row)
             text = _user_text(self.target, data)
             answer = (reply.fields.get("response") if reply is not None else data.get("response")) or ""
