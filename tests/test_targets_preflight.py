@@ -79,3 +79,19 @@ def test_dry_run_fails_on_an_unset_variable_and_on_invalid_samples_beyond_max_in
     lenient_path = write_scenario(tmp_path, no_target, None, thresholds={"max_invalid": 1})
     lenient = CliRunner().invoke(app, ["run", str(lenient_path), "--dry-run"])
     assert lenient.exit_code == 0, lenient.output
+
+
+def test_dry_run_fails_on_a_python_target_that_cannot_be_imported(tmp_path: Path, bqas_home: Path) -> None:
+    target = {"type": "python", "function": "no_such_package_here.assistant:answer"}
+    result = CliRunner().invoke(app, ["run", str(write_scenario(tmp_path, voice_samples(1), target)), "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert "target.function: cannot import 'no_such_package_here.assistant'" in result.output
+
+
+def test_dry_run_fails_on_a_target_with_ray_as_the_run_does(tmp_path: Path, bqas_home: Path) -> None:
+    target = {"type": "python", "function": "bqas.demo.assistant:answer"}
+    path = write_scenario(tmp_path, voice_samples(1), target, ray={"address": "local"})
+    dry = CliRunner().invoke(app, ["run", str(path), "--dry-run"])
+    real = CliRunner().invoke(app, ["run", str(path), "--no-progress"])
+    assert dry.exit_code == 2 and real.exit_code == 2, dry.output + real.output
+    assert "run it without Ray" in dry.output and "run it without --ray" in real.output

@@ -71,6 +71,10 @@ def dry_run(
             from bqas.targets.config import check_environment
 
             check_environment(scenario.target)  # an unset ${VAR} fails the real run before any call
+            if scenario.target.type == "python":  # as does a function that cannot be imported
+                from bqas.targets.kinds import load_function
+
+                load_function(scenario.target.function)
         est = estimate_run(engine, scenario, prices, chosen, language, plan)
         refused = _refusals(engine, scenario, est, chosen == "llm" and not configured)
     except (ScenarioError, ValueError, KeyError) as exc:
@@ -117,6 +121,8 @@ def _refusals(engine: Any, scenario: Any, est: Any, llm_missing: bool) -> list[s
     """What the real run would refuse or fail on before judging anything (exit 2 for a dry run too): no
     LLM for the llm backend, judge fields the target cannot give, more invalid samples than allowed."""
     refused: list[str] = []
+    if scenario.target is not None and scenario.ray is not None:
+        refused.append("ray: a run with a target asks the assistant from this process; run it without Ray")
     if llm_missing:
         refused.append(
             "backend llm needs an LLM: set BQAS_LLM_BASE_URL and BQAS_JUDGE_MODEL "
