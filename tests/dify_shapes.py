@@ -23,6 +23,7 @@ class Dify:
 
     def __init__(self, shape: str = "agent") -> None:
         self.shape = shape
+        self.label = "text/event-stream"  # the Content-Type of a stream (some servers call it JSON)
         self.requests: list[tuple[str, dict[str, Any], str | None]] = []
 
     def app(self) -> web.Application:
@@ -51,7 +52,7 @@ class Dify:
                     },
                 }
             )
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        response = web.StreamResponse(headers={"Content-Type": self.label, "Cache-Control": "no-cache"})
         await response.prepare(request)
         for event in self._events(body):
             if event is None:  # the connection drops in the middle of the stream

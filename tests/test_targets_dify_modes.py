@@ -57,8 +57,10 @@ def test_an_agent_app_is_streamed_by_default_and_keeps_its_conversation() -> Non
     assert conversation.remote_id == "conv-1" and "agent_message" in first.raw  # the raw stream is kept
 
 
-def test_a_chatflow_app_streaming_when_asked_to_block_is_read_all_the_same() -> None:
+@pytest.mark.parametrize("label", ["text/event-stream", "application/json"])
+def test_a_chatflow_app_streaming_when_asked_to_block_is_read_all_the_same(label: str) -> None:
     dify = Dify("chatflow")
+    dify.label = label  # an event stream, whatever its Content-Type says
     with ServedApp(dify.app()) as server:
         (reply,), _ = _ask(server.url, [{"query": "Wann?"}], response_mode="blocking")
     assert reply.error is None, reply.error

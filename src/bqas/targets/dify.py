@@ -74,22 +74,11 @@ async def ask_dify(
     if not answer.streamed:
         from bqas.targets.kinds import _json
 
-        if answer.body.lstrip()[:6] in (b"data:", b"event:"):  # an event stream labelled as JSON
-            return _assembled(t, _events_of(answer), answer, reply)
         body = _json(answer.body)
         if not isinstance(body, dict):
             raise UnmappableReply(f"not a Dify reply (no JSON object): {excerpt(answer.body)}")
         return body
     return _assembled(t, answer.events, answer, reply)
-
-
-def _events_of(answer: StreamedAnswer) -> list[StreamEvent]:
-    from bqas.targets.streaming import EventParser
-
-    parser = EventParser("sse")
-    parser.feed(answer.body, answer.latency_ms)
-    parser.close(answer.latency_ms)
-    return parser.events
 
 
 def _assembled(t: DifyTarget, events: list[StreamEvent], answer: StreamedAnswer, reply: TargetReply) -> dict[str, Any]:

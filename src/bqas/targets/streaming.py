@@ -5,8 +5,9 @@ The request goes through the target's :class:`~bqas.targets.transport.Transport`
 limit on requests in flight and retry policy). A failure before the stream starts (refused connection,
 error status, timeout) is retried as :meth:`Transport.send` retries it; once events have arrived, the
 assistant has taken the turn, and a cut stream or a timeout is a target error with what was read.
-A server that answers a streaming request with plain JSON (some Dify apps do the opposite) is read whole:
-the caller sees ``events`` empty and parses ``body``.
+A server that answers a streaming request with one JSON document is read as one (the caller sees
+``streamed`` false and parses ``body``); an event stream is read as one whatever its label says (some
+Dify apps stream when asked to block).
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ async def send_streaming(
                 async with http.request(method, url, data=data, headers=sent_headers) as response:
                     status = response.status
                     retry_after = parse_retry_after(response.headers.get("Retry-After"))
-                    if 200 <= status < 300 and response.content_type not in ("application/json", "text/json"):
+                    if 200 <= status < 300:
                         return await _read_stream(transport, response, fmt, started, attempt)
                     raw = await _read_body(transport, response, attempt)
             except TimeoutError as exc:
@@ -214,4 +215,19 @@ async def _read_stream(
     except aiohttp.ClientError as exc:
         raise failed(f"the stream was cut after {len(parser.events)} events: {type(exc).__name__}: {exc}") from None
     parser.close(now())
-    return StreamedAnswer(response.status, bytes(raw), now(), attempt, parser.events)
+    body = bytes(raw)
+    if response.content_type in ("application/json", "text/json") and _one_document(body, parser, fmt):
+        return StreamedAnswer(response.status, body, now(), attempt, streamed=False)
+    return StreamedAnswer(response.status, body, now(), attempt, parser.events)
+
+
+def _one_document(body: bytes, parser: EventParser, fmt: StreamFormat) -> bool:
+    """Whether a reply labelled JSON is one JSON document rather than a stream labelled so (SSE ``data:``
+    lines, or several NDJSON lines)."""
+    if fmt == "sse":
+        return not parser.events
+    try:
+        orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return True
