@@ -222,6 +222,21 @@ def test_the_ttft_gate_and_the_report(tmp_path: Any, bqas_home: Any) -> None:
     shown = json.loads(CliRunner().invoke(app, ["show", run_id, "--json"]).output)
     assert shown["summary"]["target"]["ttft_ms"]["n"] == 3
     assert "time to first token p50 / p95 / max" in (tmp_path / "a" / "report.html").read_text(encoding="utf-8")
+    # The viewer's page of a result shows its reply's time to first token.
+    import httpx
+
+    from bqas.review.local import LocalReview
+    from bqas.review.settings import ReviewSettings
+    from bqas.service.testing import ServiceServer
+    from bqas.settings import get_settings
+    from bqas.store.db import open_store
+
+    get_settings.cache_clear()
+    local = LocalReview(open_store(), ReviewSettings())
+    with ServiceServer(local.app) as viewer, httpx.Client(base_url=viewer.base_url) as client:
+        client.get(local.start_path)
+        page = client.get(f"/review/runs/{run_id}/results/1")
+    assert page.status_code == 200 and "<dt>time to first token</dt>" in page.text
 
     async def whole(request: web.Request) -> web.Response:
         return web.json_response({"answer": "Gern.", "intent": "reminder"})
