@@ -13,7 +13,7 @@ from aiohttp import web
 from typer.testing import CliRunner
 
 from bqas.cli.main import app
-from target_support import ServedApp, json_app, voice_samples, write_scenario
+from target_support import ServedApp, json_app, records, voice_samples, write_scenario
 
 
 def _openai_app(calls: list[dict[str, Any]]) -> web.Application:
@@ -95,3 +95,26 @@ def test_dry_run_fails_on_a_target_with_ray_as_the_run_does(tmp_path: Path, bqas
     real = CliRunner().invoke(app, ["run", str(path), "--no-progress"])
     assert dry.exit_code == 2 and real.exit_code == 2, dry.output + real.output
     assert "run it without Ray" in dry.output and "run it without --ray" in real.output
+
+
+def test_a_sample_that_cannot_be_judged_is_not_sent(tmp_path: Path, bqas_home: Path) -> None:
+    calls: list[dict[str, Any]] = []
+    samples = [*voice_samples(2), {"id": "no-expectation", "user_input": "Erinnere mich an die Konferenz"}]
+    with ServedApp(_openai_app(calls)) as server:
+        target = {
+            "type": "openai",
+            "base_url": f"{server.url}/v1",
+            "model": "m",
+            "outputs": {"response": "$.answer", "detected_intent": "$.intent"},
+        }
+        path = write_scenario(tmp_path, samples, target, thresholds={"max_invalid": 1})
+        dry = CliRunner().invoke(app, ["run", str(path), "--dry-run", "--json"])
+        real = CliRunner().invoke(app, ["run", str(path), "--no-progress", "--out", str(tmp_path / "o")])
+    assert real.exit_code == 0, real.output
+    assert len(calls) == 2  # the sample without expected_intent was not sent
+    assert json.loads(dry.stdout)["target_calls"] == 2  # and the dry run counted as much
+    by_id = {r["response_id"]: r for r in records(tmp_path / "o")}
+    assert by_id["no-expectation"]["status"] == "invalid"
+    assert "expected_intent" in by_id["no-expectation"]["errors"][0]
+    assert "not sent to the target" in by_id["no-expectation"]["errors"][0]
+    assert {by_id["s000"]["status"], by_id["s001"]["status"]} == {"scored"}

@@ -358,7 +358,14 @@ async def execute_run(
         async def answer(group: list[WorkItem]) -> None:
             nonlocal judged
             try:
-                answered = await stage.answer(group, keep)
+                from bqas.targets.preflight import unjudgeable
+                from bqas.targets.stage import Answered
+
+                doomed = unjudgeable(engine, stage.target, group)
+                if doomed:  # no call whose answer could not be judged
+                    answered = Answered([], [(work, reason, False) for work, reason in doomed], [])
+                else:
+                    answered = await stage.answer(group, keep)
                 if answered.replies:
                     await results.put(TargetReplies(answered.replies))
                 for work, reason, is_target_error in answered.failed:
