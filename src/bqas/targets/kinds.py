@@ -225,7 +225,9 @@ class OpenAIClient(TargetClient):
                 content = body["choices"][0]["message"]["content"]
             except (KeyError, IndexError, TypeError):
                 raise UnmappableReply(f"not a chat completion: {excerpt(answer.body)}") from None
-            return str(content), body.get("usage") if isinstance(body, dict) else None
+            if not isinstance(content, str):
+                raise UnmappableReply("choices[0].message.content is not text")
+            return content, body.get("usage") if isinstance(body, dict) else None
         return openai_message(answer, reply)
 
 
