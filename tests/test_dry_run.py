@@ -46,7 +46,9 @@ def _scenario(tmp_path: Path, backend: str) -> Path:
     data.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in _samples()), encoding="utf-8")
     path = tmp_path / "scenario.yaml"
     path.write_text(
-        f"name: dry\njudges: [voice]\nlanguage: de\nbackend: {backend}\ndataset: data.jsonl\n", encoding="utf-8"
+        f"name: dry\njudges: [voice]\nlanguage: de\nbackend: {backend}\ndataset: data.jsonl\n"
+        "thresholds: {max_invalid: 1}\n",
+        encoding="utf-8",
     )
     return path
 
@@ -120,12 +122,18 @@ def test_dry_run_names_file_and_line_of_a_bad_scenario(tmp_path: Path, bqas_home
     assert result.exit_code == 2 and "s.yaml:2" in result.output
 
 
-def test_dry_run_of_an_llm_scenario_needs_no_llm_configured(tmp_path: Path, bqas_home: Path) -> None:
-    # It sends nothing, yet it demanded BQAS_LLM_BASE_URL and BQAS_JUDGE_MODEL before it counted anything.
+def test_dry_run_of_an_llm_scenario_counts_without_an_llm_and_fails_as_the_run_would(
+    tmp_path: Path, bqas_home: Path
+) -> None:
+    # It sends nothing, so it counts without an LLM; the real run would refuse to start: exit 2 all the same.
     path = _scenario(tmp_path, "llm")
     result = CliRunner().invoke(app, ["run", str(path), "--dry-run", "--json"])
-    assert result.exit_code == 0, result.output
-    est = json.loads(result.output)
+    assert result.exit_code == 2, result.output
+    assert "error: backend llm needs an LLM" in result.stderr
+    real = CliRunner().invoke(app, ["run", str(path), "--no-progress"])
+    assert real.exit_code == 2 and "needs an LLM" in real.output  # the refusal the dry run predicted
+    est = json.loads(result.stdout)
+    assert est["refused"] and "backend llm needs an LLM" in est["refused"][0]
     assert est["model"] is None and est["backend"] == "llm"
     assert est["llm_calls"] == 4 and est["prompt_tokens"] > 0 and est["max_completion_tokens"] == 4 * 600
     # auto without an LLM judges offline only: nothing would be sent.

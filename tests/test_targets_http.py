@@ -107,7 +107,8 @@ def test_retry_after_is_honoured_and_failures_become_target_errors(
         return web.json_response({"answer": "Gern.", "intent": {"name": "reminder"}, "sources": []})
 
     with ServedApp(json_app(answer)) as server:
-        path = write_scenario(tmp_path, voice_samples(6), _target(server))
+        # idempotent: this assistant keeps no state between requests, so a turn sent twice is harmless.
+        path = write_scenario(tmp_path, voice_samples(6), _target(server, idempotent=True))
         result = _run(str(path), "--out", str(tmp_path / "out"))
     assert result.exit_code == 1, result.output  # a gate missed, not a crash
     assert 7.0 in waits  # Retry-After, not the backoff
@@ -231,7 +232,8 @@ def test_conversations_go_turn_by_turn_to_one_session(
     assert by_id["c1#2"]["target"]["turn"] == 2 and by_id["h1"]["target"]["turn"] == 1
 
 
-def test_dry_run_counts_target_calls(tmp_path: Path, bqas_home: Path) -> None:
+def test_dry_run_counts_target_calls(tmp_path: Path, bqas_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSISTANT_TOKEN", "t")
     samples = [
         *voice_samples(3),
         {

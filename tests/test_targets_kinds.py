@@ -144,7 +144,13 @@ def test_dify_target_maps_answer_and_retriever_resources_and_keeps_the_conversat
         {"id": "c", "turns": [{"query": "Wann ist die Konferenz?"}, {"query": "Und wo?"}]},
     ]
     with ServedApp(_dify_app(seen)) as dify:
-        target = {"type": "dify", "base_url": f"{dify.url}/v1", "api_key_env": "DIFY_APP_KEY", "concurrency": 1}
+        target = {
+            "type": "dify",
+            "base_url": f"{dify.url}/v1",
+            "api_key_env": "DIFY_APP_KEY",
+            "concurrency": 1,
+            "response_mode": "blocking",
+        }
         path = write_scenario(tmp_path, samples, target, judges=["rag_hallucination"])
         result = _run(path, tmp_path / "out")
     assert result.exit_code == 0, result.output

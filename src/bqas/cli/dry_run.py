@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -66,12 +67,22 @@ def dry_run(
             from bqas.targets.config import load_target_option
 
             scenario.target = load_target_option(target)
+        if scenario.target is not None:
+            from bqas.targets.config import check_environment
+
+            check_environment(scenario.target)  # an unset ${VAR} fails the real run before any call
+            if scenario.target.type == "python":  # as does a function that cannot be imported
+                from bqas.targets.kinds import load_function
+
+                load_function(scenario.target.function)
         est = estimate_run(engine, scenario, prices, chosen, language, plan)
+        refused = _refusals(engine, scenario, est, chosen == "llm" and not configured)
     except (ScenarioError, ValueError, KeyError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     if as_json:
-        typer.echo(json.dumps(est.as_dict(), ensure_ascii=False, indent=2))
+        typer.echo(json.dumps({**est.as_dict(), "refused": refused}, ensure_ascii=False, indent=2))
+        _refuse(refused)
         return
     from bqas.textsafe import console_text
 
@@ -103,3 +114,35 @@ def dry_run(
         typer.echo(f"cost: prompts ~${est.prompt_cost_usd:.4f}{upper}")
     for error in est.errors:
         typer.echo(console_text(f"invalid: {error}"))
+    _refuse(refused)
+
+
+def _refusals(engine: Any, scenario: Any, est: Any, llm_missing: bool) -> list[str]:
+    """What the real run would refuse or fail on before judging anything (exit 2 for a dry run too): no
+    LLM for the llm backend, judge fields the target cannot give, more invalid samples than allowed."""
+    refused: list[str] = []
+    if scenario.target is not None and scenario.ray is not None:
+        refused.append("ray: a run with a target asks the assistant from this process; run it without Ray")
+    if llm_missing:
+        refused.append(
+            "backend llm needs an LLM: set BQAS_LLM_BASE_URL and BQAS_JUDGE_MODEL "
+            "(or --base-url/--model, or a local model with --llm-gguf)"
+        )
+    if scenario.target is not None:
+        from bqas.targets.preflight import unmappable_fields
+
+        refused += unmappable_fields(engine, scenario, scenario.target)
+    allowed = scenario.thresholds.max_invalid or 0
+    if est.invalid > allowed:
+        refused.append(
+            f"{est.invalid} invalid samples, thresholds.max_invalid allows {allowed} (the run would miss its gate)"
+        )
+    return refused
+
+
+def _refuse(refused: list[str]) -> None:
+    """Exit 2 naming each refusal (the estimate is printed first)."""
+    for reason in refused:
+        typer.echo(f"error: {reason}", err=True)
+    if refused:
+        raise typer.Exit(2)

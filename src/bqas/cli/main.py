@@ -217,7 +217,10 @@ def run_cmd(
         bool,
         typer.Option(
             "--dry-run",
-            help="Count samples, LLM calls, prompt tokens (estimated) and cost; send and store nothing.",
+            help=(
+                "Count samples, LLM calls, prompt tokens (estimated) and cost; send and store nothing. "
+                "Exit 2 on what the real run would refuse (a pre-flight check for CI)."
+            ),
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: print the estimate as JSON.")] = False,

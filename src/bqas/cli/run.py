@@ -85,6 +85,9 @@ def target_line(target: dict[str, Any]) -> str:
         f"assistant: {target['answers']} answers · {target['errors']} target errors · latency p50 {_f(lat['p50'])} "
         f"/ p95 {_f(lat['p95'])} / max {_f(lat['max'])} ms"
     )
+    ttft = target.get("ttft_ms") or {}
+    if ttft.get("n"):
+        line += f" · time to first token p50 {_f(ttft['p50'])} / p95 {_f(ttft['p95'])} / max {_f(ttft['max'])} ms"
     tokens = target.get("tokens") or {}
     if tokens:
         line += " · tokens per answer " + ", ".join(

@@ -254,12 +254,15 @@ def _target_properties(target: Any) -> list[tuple[str, object]]:
     if not isinstance(target, Mapping):
         return []
     latency = target.get("latency_ms") or {}
+    ttft = target.get("ttft_ms") or {}
     props: list[tuple[str, object]] = [
         ("target.answers", target.get("answers")),
         ("target.errors", target.get("errors")),
         ("target.latency_p50_ms", latency.get("p50")),
         ("target.latency_p95_ms", latency.get("p95")),
         ("target.latency_max_ms", latency.get("max")),
+        ("target.ttft_p50_ms", ttft.get("p50")),
+        ("target.ttft_p95_ms", ttft.get("p95")),
     ]
     for name, figure in (target.get("tokens") or {}).items():
         if isinstance(figure, Mapping):

@@ -73,6 +73,12 @@ def run_markdown(
             f"The assistant: {target.get('answers')} answers · {target.get('errors')} target errors · latency "
             f"p50 {_num(lat.get('p50'))} / p95 {_num(lat.get('p95'))} / max {_num(lat.get('max'))} ms",
         ]
+        ttft = target.get("ttft_ms") or {}
+        if ttft.get("n"):
+            out[-1] += (
+                f" · time to first token p50 {_num(ttft.get('p50'))} / p95 {_num(ttft.get('p95'))} "
+                f"/ max {_num(ttft.get('max'))} ms"
+            )
     if thresholds:
         out += ["", "### Thresholds", ""]
         out += _table(

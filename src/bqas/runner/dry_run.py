@@ -142,6 +142,7 @@ def estimate_run(
     provided: tuple[str, ...] = ()
     needed: tuple[str, ...] = ()
     asked: set[str] = set()
+    doomed: set[str] = set()  # samples the run reports invalid without asking the target
     if target is not None:
         from bqas.targets.config import answer_fields, provided_fields
         from bqas.targets.conversation import prior_turns
@@ -149,12 +150,13 @@ def estimate_run(
         est.target_type = target.type
         needed = answer_fields(target)
         provided = provided_fields(target)
+        doomed = _not_sent(engine, scenario, target)
     for work in work_items(scenario):
         lines.add(work.item.line)
         data: Mapping[str, Any] = work.item.data
         if target is not None and not work.error and any(data.get(f) in (None, "") for f in needed):
             # The target fills these in: count its call once per turn, judge the fields as empty answers.
-            if work.item.sample_id not in asked:
+            if work.item.sample_id not in asked and work.item.sample_id not in doomed:
                 asked.add(work.item.sample_id)
                 parent = work.item.parent or work.item
                 first_turn = work.item.turn in (None, 0)
@@ -196,6 +198,16 @@ def estimate_run(
             est.max_completion_tokens += limit * calls
     est.samples = len(lines)
     return est
+
+
+def _not_sent(engine: JudgeEngine, scenario: Scenario, target: Any) -> set[str]:
+    """The samples a run does not send (every judgment of theirs would be invalid whatever the answer)."""
+    from bqas.targets.preflight import unjudgeable
+    from bqas.targets.stage import group_by_sample
+
+    return {
+        group[0].item.sample_id for group in group_by_sample(work_items(scenario)) if unjudgeable(engine, target, group)
+    }
 
 
 def _note(est: DryRunEstimate, message: str) -> None:

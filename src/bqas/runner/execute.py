@@ -276,6 +276,7 @@ class TargetReplies:
     """Replies of the assistant under test to store (sample id, turn, reply), queued with the results."""
 
     rows: list[tuple[str, int, dict[str, Any]]]
+    stored: asyncio.Event | None = None  # set once the rows are in the store
 
 
 def persist_batch(
@@ -349,10 +350,22 @@ async def execute_run(
         # At most the target's concurrency of samples in the stage at once (each one's calls in turn).
         slots = asyncio.Semaphore(stage.concurrency)
 
+        async def keep(rows: list[tuple[str, int, dict[str, Any]]]) -> None:
+            stored = asyncio.Event()
+            await results.put(TargetReplies(rows, stored))
+            await stored.wait()
+
         async def answer(group: list[WorkItem]) -> None:
             nonlocal judged
             try:
-                answered = await stage.answer(group)
+                from bqas.targets.preflight import unjudgeable
+                from bqas.targets.stage import Answered
+
+                doomed = unjudgeable(engine, stage.target, group)
+                if doomed:  # no call whose answer could not be judged
+                    answered = Answered([], [(work, reason, False) for work, reason in doomed], [])
+                else:
+                    answered = await stage.answer(group, keep)
                 if answered.replies:
                     await results.put(TargetReplies(answered.replies))
                 for work, reason, is_target_error in answered.failed:
@@ -390,10 +403,13 @@ async def execute_run(
                 break
             batch: list[Result] = []
             replies: list[tuple[str, int, dict[str, Any]]] = []
+            acks: list[asyncio.Event] = []
             nxt: Result | TargetReplies | None = first
             while True:
                 if isinstance(nxt, TargetReplies):
                     replies += nxt.rows
+                    if nxt.stored is not None:
+                        acks.append(nxt.stored)
                 elif nxt is not None:
                     batch.append(nxt)
                 if results.empty() or len(batch) >= flush_every:
@@ -404,6 +420,8 @@ async def execute_run(
                     break
             # Written in a thread so that the event loop keeps judging while the store commits.
             await asyncio.to_thread(persist_batch, store, run_id, batch, review_tenant, replies)
+            for ack in acks:
+                ack.set()
             if on_progress is not None and batch:
                 on_progress(len(batch))
 

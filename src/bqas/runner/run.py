@@ -237,6 +237,12 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
 
         check_cluster(request, scenario)
     engine = engine_for(scenario, request, settings, stored)
+    if target is not None and reuse is None:  # no call whose answer the judges could not use
+        from bqas.targets.preflight import unmappable_fields
+
+        problems = unmappable_fields(engine, scenario, target)
+        if problems:
+            raise ScenarioError("\n".join(problems))
     total = sum(repeat_count(w, scenario) for w in work_items(scenario))
     if not (request.ray or scenario.ray is not None):  # on Ray the actors judge, not this process
         engine.start_loading(samples=total)  # a large run gets worker processes (BQAS_OFFLINE_POOL=auto)

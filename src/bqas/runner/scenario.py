@@ -94,6 +94,9 @@ class Thresholds(BaseModel):
     max_judge_errors: int | None = Field(default=None, ge=0)
     # The assistant's own latency: the 95th percentile of its answering times, in milliseconds.
     max_target_p95_ms: float | None = Field(default=None, gt=0)
+    # How soon a streamed answer starts (a voice assistant starts speaking): the 95th percentile of its
+    # time to first token, in milliseconds.
+    max_target_ttft_p95_ms: float | None = Field(default=None, gt=0)
     dimensions: dict[str, float] = Field(default_factory=dict)
 
     @field_validator("max_unscored")

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # The sample fields tried, in order, for the user's message when ``input`` is not given.
 DEFAULT_INPUTS: tuple[str, ...] = ("user_input", "query", "question")
@@ -106,6 +106,8 @@ class OpenAITarget(_Common, _Outputs):
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
     headers: dict[str, str] = Field(default_factory=dict)
+    # Ask for the reply as chat completion chunks (SSE): the time to first token is measured.
+    stream: bool = False
 
 
 class HTTPTarget(_Common, _Outputs):
@@ -117,18 +119,45 @@ class HTTPTarget(_Common, _Outputs):
     headers: dict[str, str] = Field(default_factory=dict)
     # Strings may hold {field} (a sample field, {conversation_id}, {turn}) and ${VAR} (the environment).
     body: Any = None
-    outputs: dict[str, str] = Field(min_length=1)
+    outputs: dict[str, str] = Field(default_factory=dict)
+    # A streamed reply (Server-Sent Events or newline-delimited JSON): ``chunk`` is the JSONPath, into
+    # each event, of a piece of ``response``; ``outputs`` fields take the last value an event holds.
+    stream: Literal["sse", "ndjson"] | None = None
+    chunk: str | None = Field(default=None, min_length=1, max_length=2000)
+    # Whether sending a turn twice is harmless; unset: not when the request carries a session
+    # ({conversation_id} in url, headers or body, or a conversation id mapped from the reply).
+    idempotent: bool | None = None
+
+    @model_validator(mode="after")
+    def _mapping(self) -> HTTPTarget:
+        if self.chunk is not None:
+            compile_path(self.chunk, "chunk")
+        if self.stream is not None and self.chunk is None:
+            raise ValueError("stream: needs chunk, the JSONPath of a piece of the answer in each event")
+        if self.stream is None and self.chunk is not None:
+            raise ValueError("chunk: only with stream: sse or ndjson")
+        if self.stream is None and not self.outputs:
+            raise ValueError("outputs: map at least one field from the reply (e.g. response: $.answer)")
+        return self
 
 
 class DifyTarget(_Common, _Outputs):
-    """A Dify app (chat-messages API, blocking): answer -> response, retriever_resources[*].content ->
-    available_facts; ``outputs`` may map more (JSONPath into Dify's reply)."""
+    """A Dify app (:mod:`bqas.targets.dify`). ``mode: chat`` (chat, agent and chatflow apps,
+    ``/chat-messages``): answer -> response, retriever_resources[*].content -> available_facts;
+    ``mode: workflow`` (``/workflows/run``): ``outputs`` maps from ``data.outputs``; ``mode: completion``
+    (``/completion-messages``): answer -> response. Streamed (SSE) unless ``response_mode: blocking``."""
 
     type: Literal["dify"]
+    mode: Literal["chat", "workflow", "completion"] = "chat"
+    # Agent apps answer only streaming; chatflow apps have been seen to stream even when asked to block.
+    response_mode: Literal["streaming", "blocking"] = "streaming"
     base_url: str = Field(min_length=1, max_length=2000)
     api_key_env: str = Field(min_length=1, max_length=200)
     user: str = Field(default="bqas", min_length=1, max_length=200)
     inputs: dict[str, Any] = Field(default_factory=dict)  # the app's input variables; strings take {field}
+    # Whether sending a request twice is harmless (default: yes for workflow and completion apps and a
+    # chat's first turn, no for a chat's later turns, which Dify would take twice into the conversation).
+    idempotent: bool | None = None
 
 
 class PythonTarget(_Common):
@@ -145,7 +174,7 @@ Target = OpenAITarget | HTTPTarget | DifyTarget | PythonTarget
 def answer_fields(target: Target) -> tuple[str, ...]:
     """What makes a sample answered already (then it is not sent): ``response``; for an HTTP target that
     maps no ``response``, every field its ``outputs`` map (e.g. ``generated_definition``)."""
-    if isinstance(target, HTTPTarget) and "response" not in target.outputs:
+    if isinstance(target, HTTPTarget) and target.stream is None and "response" not in target.outputs:
         return tuple(k for k in target.outputs if k not in TOKEN_FIELDS and k != "conversation_id")
     return ("response",)
 
@@ -154,11 +183,24 @@ def provided_fields(target: Target) -> tuple[str, ...]:
     """The judge inputs a target's answer fills in (a python target's are known only once it answers)."""
     mapped = tuple(getattr(target, "outputs", {}) or ())
     fields: tuple[str, ...] = {"dify": ("response", "available_facts"), "http": ()}.get(target.type, ("response",))
+    if isinstance(target, HTTPTarget) and target.stream is not None:
+        fields = ("response",)
+    if isinstance(target, DifyTarget) and target.mode != "chat":
+        fields = ("response",)
     return tuple(dict.fromkeys(f for f in (*fields, *mapped) if f not in TOKEN_FIELDS and f != "conversation_id"))
 
 
 # Output names read as the assistant's token figures, not as judge inputs.
 TOKEN_FIELDS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def uses_session(target: HTTPTarget) -> bool:
+    """Whether an HTTP target's requests carry a conversation (``{conversation_id}`` in a template, or
+    the target's own id mapped from its reply): the assistant then keeps state between requests."""
+    from bqas.targets.mapping import template_fields
+
+    used = template_fields([target.url, target.headers, target.body])
+    return "conversation_id" in used or "conversation_id" in target.outputs
 
 
 def check_environment(target: Target) -> None:

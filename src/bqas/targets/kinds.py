@@ -28,6 +28,7 @@ from bqas.targets.config import (
     answer_fields,
     env_names,
     expand_env,
+    uses_session,
 )
 from bqas.targets.mapping import UnmappableReply, UnsafeURL, as_judge_text, fill, fill_url, map_outputs
 from bqas.targets.reply import TargetFailure, TargetReply, excerpt
@@ -194,6 +195,21 @@ class OpenAIClient(TargetClient):
         headers = {k: expand_env(v, f"target.headers.{k}") for k, v in t.headers.items()}
         headers.update(_bearer(t.api_key_env, "target.api_key_env"))
         url = expand_env(t.base_url, "target.base_url").rstrip("/") + "/chat/completions"
+        if t.stream:
+            content, usage = await self._streamed(url, headers, payload, reply)
+        else:
+            content, usage = await self._whole(url, headers, payload, reply)
+        _tokens(reply, usage)
+        reply.message = content
+        if t.outputs:
+            mapped = map_outputs(_json(content.encode()), t.outputs)
+            reply.fields = _judge_fields(mapped, tuple(k for k in t.outputs if k == "response"), t.outputs)
+        else:
+            reply.fields = {"response": content}
+
+    async def _whole(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], reply: TargetReply
+    ) -> tuple[str, Any]:
         answer = await self.transport.send("POST", url, headers, payload)
         self._answered(reply, answer)
         body = await _parsed(answer.body)
@@ -205,12 +221,28 @@ class OpenAIClient(TargetClient):
             ) from None
         if not isinstance(content, str):
             raise UnmappableReply("choices[0].message.content is not text")
-        _tokens(reply, body.get("usage") if isinstance(body, dict) else None)
-        if t.outputs:
-            mapped = map_outputs(_json(content.encode()), t.outputs)
-            reply.fields = _judge_fields(mapped, tuple(k for k in t.outputs if k == "response"), t.outputs)
-        else:
-            reply.fields = {"response": content}
+        return content, body.get("usage") if isinstance(body, dict) else None
+
+    async def _streamed(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], reply: TargetReply
+    ) -> tuple[str, Any]:
+        from bqas.targets.chunks import openai_message
+        from bqas.targets.streaming import send_streaming
+
+        payload = {**payload, "stream": True, "stream_options": {"include_usage": True}}
+        answer = await send_streaming(self.transport, "POST", url, headers, payload, fmt="sse")
+        reply.status, reply.latency_ms, reply.attempts = answer.status, answer.latency_ms, answer.attempts
+        reply.keep_raw(answer.body)
+        if not answer.streamed:  # a server that does not stream answers with one completion
+            body = await _parsed(answer.body)
+            try:
+                content = body["choices"][0]["message"]["content"]
+            except (KeyError, IndexError, TypeError):
+                raise UnmappableReply(f"not a chat completion: {excerpt(answer.body)}") from None
+            if not isinstance(content, str):
+                raise UnmappableReply("choices[0].message.content is not text")
+            return content, body.get("usage") if isinstance(body, dict) else None
+        return openai_message(answer, reply)
 
 
 class HTTPClient(TargetClient):
@@ -225,11 +257,37 @@ class HTTPClient(TargetClient):
             raise TargetFailure(str(exc)) from None
         headers = {k: str(fill(v, values, f"target.headers.{k}")) for k, v in t.headers.items()}
         body = None if t.method == "GET" or t.body is None else fill(t.body, values, "target.body")
-        answer = await self.transport.send(t.method, url, headers, body)
+        safe = t.idempotent if t.idempotent is not None else not uses_session(t)
+        if t.stream is not None and t.chunk is not None:
+            from bqas.targets.chunks import http_fields
+            from bqas.targets.streaming import send_streaming
+
+            streamed = await send_streaming(
+                self.transport, t.method, str(url), headers, body, fmt=t.stream, replay_safe=safe
+            )
+            reply.status, reply.latency_ms, reply.attempts = streamed.status, streamed.latency_ms, streamed.attempts
+            reply.keep_raw(streamed.body)
+            outputs = {"response": t.chunk, **t.outputs}
+            if streamed.streamed:
+                mapped = http_fields(streamed, t.chunk, t.outputs, reply)
+            else:  # one JSON body: mapped as a whole, the chunk path giving the answer
+                mapped = await _parsed(streamed.body, lambda body: map_outputs(body, outputs))
+            if isinstance(mapped.get("response"), list):
+                mapped["response"] = "".join(str(v) for v in mapped["response"])
+            _tokens(reply, mapped)
+            reply.fields = _judge_fields(mapped, ("response",), outputs)
+            self._keep_conversation(reply, conversation, values["conversation_id"])
+            return
+        answer = await self.transport.send(t.method, str(url), headers, body, replay_safe=safe)
         self._answered(reply, answer)
         mapped = await _parsed(answer.body, lambda body: map_outputs(body, t.outputs))
         _tokens(reply, mapped)
         reply.fields = _judge_fields(mapped, answer_fields(t), t.outputs)
+        self._keep_conversation(reply, conversation, values["conversation_id"])
+
+    @staticmethod
+    def _keep_conversation(reply: TargetReply, conversation: Conversation, sent_id: str) -> None:
+        """The target's own conversation id (``outputs.conversation_id``) carries the next turns."""
         remote = reply.fields.pop("conversation_id", None)
         if remote is not None and (not isinstance(remote, str | int) or len(str(remote)) > MAX_CONVERSATION_ID):
             raise UnmappableReply(
@@ -238,40 +296,21 @@ class HTTPClient(TargetClient):
         if remote is not None:
             conversation.remote_id = reply.conversation_id = str(remote)
         else:
-            reply.conversation_id = values["conversation_id"]
+            reply.conversation_id = sent_id
 
 
 class DifyClient(TargetClient):
     target: DifyTarget
 
     async def _ask(self, data: dict[str, Any], conversation: Conversation, reply: TargetReply) -> None:
+        from bqas.targets.dify import ask_dify, judge_fields
+
         t = self.target
-        text = user_message(t, data)
-        payload = {
-            "inputs": fill(t.inputs, data, "target.inputs"),
-            "query": text,
-            "response_mode": "blocking",
-            "conversation_id": conversation.remote_id or "",
-            "user": t.user,
-        }
-        url = expand_env(t.base_url, "target.base_url").rstrip("/") + "/chat-messages"
-        answer = await self.transport.send("POST", url, _bearer(t.api_key_env, "target.api_key_env"), payload)
-        self._answered(reply, answer)
-        body = await _parsed(answer.body)
-        if not isinstance(body, dict) or not isinstance(body.get("answer"), str):
-            raise UnmappableReply(f"not a Dify chat-messages reply (no answer): {excerpt(answer.body)}")
-        found = body.get("metadata")
-        metadata: dict[str, Any] = found if isinstance(found, dict) else {}
-        resources = metadata.get("retriever_resources")
-        resources = resources if isinstance(resources, list) else []
-        facts = [r["content"] for r in resources if isinstance(r, dict) and isinstance(r.get("content"), str)]
-        _tokens(reply, metadata.get("usage"))
-        fields: dict[str, Any] = {"response": body["answer"], "available_facts": facts}
-        if t.outputs:
-            fields.update(_judge_fields(map_outputs(body, t.outputs), (), t.outputs))
-        reply.fields = fields
-        if isinstance(body.get("conversation_id"), str) and body["conversation_id"]:
-            conversation.remote_id = reply.conversation_id = body["conversation_id"]
+        body = await ask_dify(self, t, data, conversation, reply)
+        reply.fields = judge_fields(t, body, reply)
+        remote = body.get("conversation_id")
+        if t.mode == "chat" and isinstance(remote, str) and remote:
+            conversation.remote_id = reply.conversation_id = remote
 
 
 class PythonClient(TargetClient):

@@ -111,6 +111,17 @@ def fill(template: Any, values: Mapping[str, Any], where: str) -> Any:
     return template
 
 
+def template_fields(template: Any) -> set[str]:
+    """The ``{field}`` names a template refers to anywhere (strings, lists, mappings)."""
+    if isinstance(template, str):
+        return {m.group(1) for m in _FIELD.finditer(template) if m.group(1) is not None}
+    if isinstance(template, dict):
+        return set().union(set(), *(template_fields(v) for v in template.values()))
+    if isinstance(template, list):
+        return set().union(set(), *(template_fields(v) for v in template))
+    return set()
+
+
 def _value(values: Mapping[str, Any], name: str, where: str) -> Any:
     if name not in values or values[name] is None:
         raise KeyError(f"{where}: the sample has no field {name!r}")

@@ -28,6 +28,7 @@ class TargetReply:
     error: str | None = None
     status: int | None = None  # HTTP status of the last attempt (None for a python target or no answer)
     latency_ms: float | None = None  # the answering attempt's time, request sent to reply read
+    ttft_ms: float | None = None  # a streamed reply: request sent to the first piece of the answer
     attempts: int = 0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -38,6 +39,8 @@ class TargetReply:
     raw_truncated: bool = False
     kind: str = ""  # the target's type
     reused_from: str | None = None  # --reuse-target-replies: the run that asked
+    # An openai target's whole message: the next turn's history (``raw`` may be cut, ``fields`` a part).
+    message: str | None = None
 
     def keep_raw(self, raw: bytes | str) -> None:
         """Keep the first :data:`RAW_KEEP_BYTES` of the reply (and its size)."""
@@ -62,6 +65,7 @@ class TargetReply:
             "turn": self.turn,
             "status": self.status,
             "latency_ms": self.latency_ms,
+            "ttft_ms": self.ttft_ms,
             "attempts": self.attempts,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,

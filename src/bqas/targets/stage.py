@@ -9,7 +9,7 @@ another run's replies instead of asking at all (and keeps a copy in this run, ma
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Container
+from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from bqas.runner.dataset import DatasetItem
     from bqas.runner.execute import WorkItem
     from bqas.store.db import Store
+
+
+# Stores replies (sample id, turn, reply) and returns once they are stored.
+KeepReplies = Callable[[list[tuple[str, int, dict[str, Any]]]], Awaitable[None]]
 
 
 @dataclass
@@ -66,8 +70,14 @@ class TargetStage:
         fields = answer_fields(self.target) if self.target is not None else ("response",)
         return any(data.get(name) in (None, "") for name in fields)
 
-    async def answer(self, group: list[WorkItem]) -> Answered:
-        """Ask (or look up) what the sample of ``group`` (its work items, one sample's) lacks."""
+    async def answer(self, group: list[WorkItem], keep: KeepReplies | None = None) -> Answered:
+        """Ask (or look up) what the sample of ``group`` (its work items, one sample's) lacks.
+
+        With ``keep``, each new reply that has a turn after it is handed to it (and stored) before the
+        next turn is sent: a run killed in the middle of a conversation resumes after its last stored
+        turn, in the same assistant session, instead of sending the answered turns again. The last turn's
+        reply (a one-turn sample's only one) comes back in :attr:`Answered.replies`, stored ahead of the
+        results that use it."""
         if all(w.error or w.judge is None for w in group):
             return Answered(list(group), [], [])  # a bad sample is not sent: it is reported as invalid
         first = group[0].item
@@ -112,7 +122,11 @@ class TargetStage:
                 except SampleProblem as exc:
                     problem = f"line {sample.line}: {exc}"
                 if reply is not None:
-                    replies.append((sample.sample_id, index, reply.stored()))
+                    row = (sample.sample_id, index, reply.stored())
+                    if keep is not None and index < len(sequence) - 1:
+                        await keep([row])  # stored before the next turn is sent
+                    else:  # the last turn: stored ahead of the results that use it
+                        replies.append(row)
             text = _user_text(self.target, data)
             answer = (reply.fields.get("response") if reply is not None else data.get("response")) or ""
             said = _said(reply, answer)
@@ -206,7 +220,9 @@ class TargetStage:
 def _said(reply: TargetReply | None, answer: Any) -> str:
     """What the assistant said in a turn, as the next request's history: its whole message for an openai
     target (``outputs`` may have picked a part of it), else the answer."""
-    if reply is not None and reply.kind == "openai" and reply.raw:
+    if reply is not None and reply.message is not None:
+        return reply.message
+    if reply is not None and reply.kind == "openai" and reply.raw:  # stored before the message was kept
         import orjson
 
         try:

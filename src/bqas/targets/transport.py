@@ -76,9 +76,15 @@ class Transport:
             await self._http.close()
             self._http = None
 
-    async def send(self, method: str, url: str, headers: dict[str, str], body: Any) -> HTTPAnswer:
+    async def send(
+        self, method: str, url: str, headers: dict[str, str], body: Any, *, replay_safe: bool = True
+    ) -> HTTPAnswer:
         """One request (JSON body unless ``body`` is None), retried on timeouts, connection errors and
-        transient statuses; the 2xx answer, or :class:`TargetFailure` naming status and first bytes."""
+        transient statuses; the 2xx answer, or :class:`TargetFailure` naming status and first bytes.
+
+        ``replay_safe=False`` (a turn of a conversation the assistant keeps): retried only where the
+        request cannot have reached the assistant (refused connection, unknown host, connect timeout);
+        after a timeout or an error status the assistant may have taken the turn already."""
         http, limit = self._session()
         data = None if body is None else orjson.dumps(body)
         sent_headers = {"Accept": "application/json", **headers}
@@ -92,6 +98,7 @@ class Transport:
         while True:
             attempt += 1
             status: int | None = None
+            unsent = False  # the request cannot have reached the assistant
             raw = b""
             retry_after: float | None = None
             location: str | None = None
@@ -107,13 +114,15 @@ class Transport:
                         status = response.status
                         retry_after = parse_retry_after(response.headers.get("Retry-After"))
                         location = response.headers.get("Location")
-                except TimeoutError:
+                except TimeoutError as exc:
+                    unsent = isinstance(exc, aiohttp.ConnectionTimeoutError)
                     failure = TargetFailure(
                         f"timed out: no answer within {self.timeout:g} s (attempt {attempt} of "
                         f"{self.retry.max_retries + 1}; target.timeout)",
                         attempts=attempt,
                     )
                 except aiohttp.ClientError as exc:
+                    unsent = isinstance(exc, aiohttp.ClientConnectorError)
                     failure = TargetFailure(f"{type(exc).__name__}: {exc or 'no answer'}", attempts=attempt)
                 except (ValueError, UnicodeError) as exc:  # a request aiohttp refuses to build: not retried
                     raise TargetFailure(f"the request cannot be sent: {type(exc).__name__}: {exc}") from None
@@ -156,6 +165,9 @@ class Transport:
                 wait = self.retry.wait_after_status(status, retry_after, attempt)
             else:
                 wait = self.retry.backoff(attempt) if attempt <= self.retry.max_retries else None
+            if wait is not None and not replay_safe and not unsent:
+                wait = None
+                failure.reason += " (not retried: the assistant may have taken this turn already; target.idempotent)"
             if wait is None:
                 if attempt > 1:
                     failure.reason += f" (after {attempt} attempts)"

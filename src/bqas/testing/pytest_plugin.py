@@ -300,10 +300,13 @@ class _Session:
 
         from bqas.runner.execute import invalid_record, judge_one, target_error_record
         from bqas.targets.conversation import turn_items
+        from bqas.targets.preflight import unjudgeable
+        from bqas.targets.stage import Answered
 
         turns = turn_items(work.item)
         group = [work] if turns is None else [replace(work, key=f"{t.sample_id}::{work.judge}", item=t) for t in turns]
-        answered = await targets.answer(group)
+        doomed = unjudgeable(engine, targets.target, group)  # invalid whatever the answer: not sent
+        answered = Answered([], [(w, r, False) for w, r in doomed], []) if doomed else await targets.answer(group)
         language = work.item.data.get("language") or scenario.language
         out = [await judge_one(engine, scenario, self.run_id(), w) for w in answered.judge]
         for failed, reason, is_target_error in answered.failed:
