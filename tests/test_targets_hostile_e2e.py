@@ -96,6 +96,9 @@ def test_one_hostile_target_exercising_everything_in_one_run(tmp_path: Path, bqa
             "outputs": {"response": "$.answer", "detected_intent": "$.intent", "conversation_id": "$.session"},
             "timeout": 1,
             "retries": 1,
+            # The conversation id mapped above makes this a target that keeps a session, whose turns are not
+            # sent twice unless declared safe to; the stalled body's retry is what is checked here.
+            "idempotent": True,
         }
         with ServedApp(web.Application(middlewares=[hostile])) as server:
             target["url"] = f"{server.url}/chat/{{uid}}"
