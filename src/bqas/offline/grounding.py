@@ -33,6 +33,7 @@ paraphrase the embedding does not recognise. Thresholds and figures: ``docs/offl
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 import threading
@@ -575,6 +576,9 @@ class _Context:
     bigrams: set[str]
     numbers: list[NumberFact]
     dates: list[DateFact]
+    #: Weekdays (0 = Monday) and months (1-12) the facts name, in dates or as words.
+    weekdays: frozenset[int] = frozenset()
+    months: frozenset[int] = frozenset()
     _unit_stems: list[frozenset[str]] | None = None
 
     def unit_stems(self) -> list[frozenset[str]]:
@@ -622,6 +626,8 @@ class ClaimCheck:
     #: learned scorer's novelty features read them instead of matching the stems a second time.
     stems: tuple[str, ...] = ()
     unfound: tuple[bool, ...] = ()
+    #: Weekdays and months the claim names alone, and whether the facts name them (see _check_claim_facts).
+    calendar: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"claim": self.text, "supported": self.supported, "reason": self.reason}
@@ -709,9 +715,14 @@ def _build_context(facts: list[str]) -> _Context:
         ds, masked = extract_dates(fact)
         dates.extend(ds)
         numbers.extend(extract_numbers(masked, context=True))
+        # "1961" in a claim is supported by "13. August 1961" in the facts.
+        numbers.extend(NumberFact(str(d.year), ((float(d.year), 0),)) for d in ds if d.year is not None)
     joined = "\n".join(facts)
     norm = _norm_words(joined)
+    months = {d.month for d in dates if d.month is not None} | {m for _, m in month_names(joined)}
     return _Context(
+        weekdays=frozenset(weekdays_of(joined, ranges=True)),
+        months=frozenset(months),
         units=list(dict.fromkeys(units))[:_MAX_CONTEXT_UNITS],
         norm=norm,
         word_set=set(norm.split()),
@@ -731,6 +742,12 @@ def _check_claim_facts(claim: ClaimCheck, language: str, ctx: _Context, query: _
     for n in extract_numbers(masked):
         ok = number_supported(n, ctx.numbers)
         claim.facts.append({"kind": "number", "text": n.text, "supported": ok})
+    # Weekdays and months named alone ("dienstags", "Mitte April"): evidence for the verdict only, kept out
+    # of ``facts`` (the learned scorer's features were fitted without them).
+    for written, day in dict(weekdays_written(text)).items():
+        claim.calendar.append({"kind": "date", "text": written, "supported": day in ctx.weekdays})
+    for written, month in dict(month_names(masked)).items():
+        claim.calendar.append({"kind": "date", "text": written, "supported": month in ctx.months})
     quotes = extract_quotes(text)
     for q in quotes:
         claim.facts.append({"kind": "quote", "text": q, "supported": text_supported(q, ctx.norm, ctx.word_set)})
@@ -839,7 +856,85 @@ def evidence_against(analysis: GroundingAnalysis) -> list[Evidence]:
     for c in analysis.checkable:
         against = " ".join((c.best_context or "").split())
         against = against if len(against) <= 200 else against[:199] + "…"
-        out.extend(Evidence(c.text, f["kind"], f["text"], against) for f in c.facts if not f["supported"])
+        found = [*c.facts, *c.calendar]
+        out.extend(
+            Evidence(c.text, f["kind"], f["text"], against)
+            for f in found
+            if not f["supported"] and not _formatting(c.text, f["kind"], f["text"])
+        )
+    return out
+
+
+def _formatting(claim: str, kind: str, text: str) -> bool:
+    """Whether an unsupported specific is formatting rather than a claim: a list item's number ("Drugs 4."
+    where the splitter cut before the next item's text), "24/7", a single word in scare quotes ("best"),
+    a markdown heading's words ("**Order Pickup**:")."""
+    escaped = re.escape(text)
+    list_item = re.search(rf"(?<![\w.,]){escaped}\.(?:\s*$|\s+[A-Z])", claim) or re.search(r"\b24/7\b", claim)
+    if kind == "number" and re.fullmatch(r"\d{1,2}", text) and list_item:
+        return True
+    if kind == "quote" and not CJK_RE.search(text) and len(text.split()) == 1:
+        return True
+    return kind == "entity" and re.search(rf"{escaped}\s*(?:\*\*\s*:|:\s*\*\*)", claim) is not None
+
+
+_WEEKDAYS = {
+    **dict.fromkeys(("montag", "monday", "周一"), 0),
+    **dict.fromkeys(("dienstag", "tuesday", "周二"), 1),
+    **dict.fromkeys(("mittwoch", "wednesday", "周三"), 2),
+    **dict.fromkeys(("donnerstag", "thursday", "周四"), 3),
+    **dict.fromkeys(("freitag", "friday", "周五"), 4),
+    **dict.fromkeys(("samstag", "saturday", "周六"), 5),
+    **dict.fromkeys(("sonntag", "sunday", "周日"), 6),
+}
+_DAY_RANGE_RE = re.compile(r"\s*(?:bis|to|through|until|till|-|–|至|到)\s*$", re.I)
+# Full month names only, capitalised as written in German and English; not "May" (a verb that starts
+# sentences), nor abbreviations ("Mar" is a name).
+_MONTH_WORD_RE = re.compile(
+    r"(?<![\w-])(Januar|Jänner|Februar|März|April|Mai|Juni|Juli|August|September|Oktober|November|Dezember"
+    r"|January|February|March|June|July)(?![\w-])"
+)
+_ZH_MONTH_RE = re.compile(
+    r"(?<![\d年零〇一二两三四五六七八九十])(\d{1,2}|十[一二]?|[一二三四五六七八九])月(?!\s*\d|份?[0-9])"
+)
+
+
+def weekdays_written(text: str) -> list[tuple[str, int]]:
+    """(as written, 0-6) for the weekdays ``text`` names ("dienstags", "Tuesday", "星期二")."""
+    from bqas.offline.specifics import _days
+
+    return [(w, _WEEKDAYS[c]) for w, c in _days(text) if c in _WEEKDAYS]
+
+
+def weekdays_of(text: str, *, ranges: bool = False) -> set[int]:
+    """The weekdays ``text`` names; with ``ranges``, "montags bis donnerstags" names the days between too."""
+    from bqas.offline.specifics import _DAY_RE
+
+    days = {d for _, d in weekdays_written(text)}
+    if ranges:
+        found = [(m, _WEEKDAYS.get(fold_day(m.group(0)))) for m in _DAY_RE.finditer(text)]
+        for (a, da), (b, db) in itertools.pairwise(found):
+            if da is not None and db is not None and _DAY_RANGE_RE.match(text[a.end() : b.start()]):
+                days.update(range(da, db + 1) if da <= db else (*range(da, 7), *range(db + 1)))
+    return days
+
+
+def fold_day(word: str) -> str:
+    """A day word as the specifics module canonicalises it ("Montags" -> "montag")."""
+    from bqas.offline.specifics import _DAY_CANON
+
+    key = word.casefold()
+    return _DAY_CANON.get(key) or _DAY_CANON.get(key.removesuffix("s")) or key
+
+
+def month_names(text: str) -> list[tuple[str, int]]:
+    """(as written, 1-12) for the months ``text`` names without a full date ("Mitte April", "三月")."""
+    out = [(m.group(1), _MONTHS[m.group(1).casefold()]) for m in _MONTH_WORD_RE.finditer(text)]
+    for m in _ZH_MONTH_RE.finditer(text):
+        raw = m.group(1)
+        value = int(raw) if raw.isdigit() else _zh_number(raw)
+        if value is not None and 1 <= value <= 12:
+            out.append((m.group(0), int(value)))
     return out
 
 
