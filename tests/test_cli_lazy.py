@@ -24,6 +24,7 @@ EAGER_ORDER = (
     "bqas.cli.grounding",
     "bqas.cli.ci",
     "bqas.cli.demo",
+    "bqas.cli.judge_check",
 )
 
 

@@ -66,6 +66,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "Serve a tiny rule-based German assistant on 127.0.0.1 to run target scenarios against.",
     ),
     (
+        "judge-check",
+        "bqas.cli.judge_check",
+        "Run the judge on clear known-answer pairs and say whether it is fit to be trusted.",
+    ),
+    (
         "calibrate",
         "bqas.cli.calibrate",
         "Run a judge on a gold-labelled JSONL and report how well it agrees with people.",
