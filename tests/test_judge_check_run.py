@@ -70,6 +70,9 @@ def test_a_run_refuses_an_unfit_llm_judge_with_the_figures_and_the_override(chec
     out = accepted.output  # type: ignore[attr-defined]
     assert accepted.exit_code in (0, 1), out  # type: ignore[attr-defined]
     assert "UNFIT" in out and "run anyway (--accept-unfit-judge)" in out
+    junit = (tmp_path / "o" / "junit.xml").read_text(encoding="utf-8")
+    assert '<property name="judge_check.voice.fit" value="false"/>' in junit
+    assert '<property name="judge_check.voice.accepted_unfit" value="true"/>' in junit
 
 
 def test_an_offline_run_checks_nothing(checked: Path, tmp_path: Path) -> None:

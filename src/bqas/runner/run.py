@@ -104,6 +104,7 @@ def _run_meta(
         "profiles": config.get("profile_briefs", []),
         "dataset_hash": config.get("dataset_hash"),
         "judge_config_hash": config.get("judge_config_hash"),
+        "judge_check": config.get("judge_check") or [],
         "repeats": (run.summary or {}).get("repeats"),
         "target_figures": summary.target.as_dict() if summary.target.asked else None,
         "totals": {
