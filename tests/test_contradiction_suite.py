@@ -57,3 +57,15 @@ def test_cascade_runs_the_verifier_where_the_grounding_model_is_unsure(monkeypat
     alone = unfaithful_probability(answer, facts, OfflineContext(language="de"))
     assert not isinstance(alone, str) and alone.stage == "grounding-model" and alone.p_unfaithful == prob.p_stage1
     assert "+" not in alone.model_id
+
+
+def test_the_card_holds_what_training_wrote_and_later_measurements_are_apart() -> None:
+    import json
+    from importlib import resources
+
+    folder = resources.files("bqas").joinpath("data", "verifier")
+    card = json.loads(folder.joinpath("card.json").read_text(encoding="utf-8"))
+    measured = json.loads(folder.joinpath("measurements.json").read_text(encoding="utf-8"))
+    # Hand-written after training: never in the file training writes (and overwrites on a retrain).
+    assert not {"stopped", "figures_on_unseen_data"} & set(card)
+    assert measured["model_id"] == card["model_id"] and "figures_on_unseen_data" in measured
