@@ -43,6 +43,7 @@ def test_cascade_runs_the_verifier_where_the_grounding_model_is_unsure(monkeypat
     from bqas.offline.methods import OfflineContext
     from bqas.offline.verifier import cascade as cascade_mod
 
+    monkeypatch.setenv("BQAS_VERIFIER", "on")  # an option, off by default (docs/grounding-model.md)
     shipped = cascade_mod.load_cascade()
     assert shipped is not None
     everywhere = cascade_mod.Cascade(**{**shipped.__dict__, "low": 0.0, "high": 1.01, "max_claims": 2})
@@ -69,3 +70,12 @@ def test_the_card_holds_what_training_wrote_and_later_measurements_are_apart() -
     # Hand-written after training: never in the file training writes (and overwrites on a retrain).
     assert not {"stopped", "figures_on_unseen_data"} & set(card)
     assert measured["model_id"] == card["model_id"] and "figures_on_unseen_data" in measured
+
+
+def test_the_verifier_is_off_by_default_and_an_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bqas.offline.grounding_model import cascade_enabled, load_model, shipped_model_id
+
+    monkeypatch.delenv("BQAS_VERIFIER", raising=False)
+    assert not cascade_enabled() and shipped_model_id() == load_model().model_id
+    monkeypatch.setenv("BQAS_VERIFIER", "on")
+    assert cascade_enabled() and shipped_model_id().startswith(load_model().model_id + "+verifier-")
