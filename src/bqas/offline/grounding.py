@@ -161,7 +161,9 @@ _PREFIX_CURRENCY = {"€": "EUR", "$": "USD", "£": "GBP", "¥": "CNY", "EUR": "
 
 _NUM_RE = re.compile(
     r"(?P<pre>(?:€|\$|£|¥|EUR|USD|CHF)\s?)?"
-    r"(?<![\w.,])(?<![A-Za-zÄÖÜäöüß]-)"
+    # Not inside a Latin word or number ("7b", "v1.2"); right after a Chinese character it is a number
+    # ("套餐3.8元"), so CJK characters do not count as the word before it.
+    r"(?<![.,])(?<![^\W\u3400-\u9fff\uf900-\ufaff])(?<![A-Za-zÄÖÜäöüß]-)"
     r"(?P<num>\d{1,3}(?:[.,'\u00a0\u202f\u2009]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)"
     r"(?!\d)"
     rf"(?:\s?(?P<mult>{_MULT_ALT})\.?(?![A-Za-z]))?"
