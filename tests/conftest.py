@@ -27,6 +27,9 @@ atexit.register(shutil.rmtree, os.environ["BQAS_MODEL_CACHE"], ignore_errors=Tru
 # Worker threads for the offline tier unless a test chooses otherwise: many tests start services and runs,
 # and each would start worker processes. The process path has its own tests (test_offline_processes.py).
 os.environ.setdefault("BQAS_OFFLINE_POOL", "threads")
+# The scripted LLMs of the run tests are no judges under test: a run does not measure them on the known-answer
+# sets first (40 requests per judge) unless a test asks for it (tests/test_judge_check_run.py).
+os.environ.setdefault("BQAS_JUDGE_CHECK", "false")
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ EAGER_ORDER = (
     "bqas.cli.ci",
     "bqas.cli.demo",
     "bqas.cli.redteam",
+    "bqas.cli.judge_check",
 )
 
 

@@ -43,6 +43,7 @@ def test_cascade_runs_the_verifier_where_the_grounding_model_is_unsure(monkeypat
     from bqas.offline.methods import OfflineContext
     from bqas.offline.verifier import cascade as cascade_mod
 
+    monkeypatch.setenv("BQAS_VERIFIER", "on")  # an option, off by default (docs/grounding-model.md)
     shipped = cascade_mod.load_cascade()
     assert shipped is not None
     everywhere = cascade_mod.Cascade(**{**shipped.__dict__, "low": 0.0, "high": 1.01, "max_claims": 2})
@@ -57,3 +58,24 @@ def test_cascade_runs_the_verifier_where_the_grounding_model_is_unsure(monkeypat
     alone = unfaithful_probability(answer, facts, OfflineContext(language="de"))
     assert not isinstance(alone, str) and alone.stage == "grounding-model" and alone.p_unfaithful == prob.p_stage1
     assert "+" not in alone.model_id
+
+
+def test_the_card_holds_what_training_wrote_and_later_measurements_are_apart() -> None:
+    import json
+    from importlib import resources
+
+    folder = resources.files("bqas").joinpath("data", "verifier")
+    card = json.loads(folder.joinpath("card.json").read_text(encoding="utf-8"))
+    measured = json.loads(folder.joinpath("measurements.json").read_text(encoding="utf-8"))
+    # Hand-written after training: never in the file training writes (and overwrites on a retrain).
+    assert not {"stopped", "figures_on_unseen_data"} & set(card)
+    assert measured["model_id"] == card["model_id"] and "figures_on_unseen_data" in measured
+
+
+def test_the_verifier_is_off_by_default_and_an_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bqas.offline.grounding_model import cascade_enabled, load_model, shipped_model_id
+
+    monkeypatch.delenv("BQAS_VERIFIER", raising=False)
+    assert not cascade_enabled() and shipped_model_id() == load_model().model_id
+    monkeypatch.setenv("BQAS_VERIFIER", "on")
+    assert cascade_enabled() and shipped_model_id().startswith(load_model().model_id + "+verifier-")

@@ -1,5 +1,6 @@
-"""Both tiers (`--backend auto` with an LLM): offline gates stand, LLM values are used for graded
-dimensions with the offline value kept beside them, and a large disagreement escalates."""
+"""Both tiers (`--backend auto` with an LLM): offline facts stand, LLM values are used for the other graded
+dimensions with the offline value kept beside them, and a large disagreement escalates
+(tests/test_judge_precedence.py: each precedence rule)."""
 
 from __future__ import annotations
 
@@ -61,13 +62,14 @@ async def test_offline_pii_fail_stands_whatever_the_llm_says() -> None:
 
 
 async def test_llm_value_used_for_graded_dimensions_and_offline_value_kept() -> None:
-    sample = {**LEAK, "response": "Der Elternbrief ist vorbereitet.", "detected_intent": "canvas_layout"}
+    # A related intent: the taxonomy's 65 is an estimate of closeness, not a fact, so the LLM's value is used.
+    sample = {**LEAK, "response": "Der Elternbrief ist vorbereitet.", "detected_intent": "student_observation"}
     with ScriptedLLM(default=Reply(content=json.dumps(LLM_SAYS))) as server:
         rec = await _record(server, sample)
     intent = rec["dimensions"]["intent_accuracy"]  # type: ignore[index]
     assert intent["backend"] == "llm" and intent["value"] == 100
-    assert intent["offline_value"] is not None and intent["offline_value"] < 50  # a wrong intent offline
-    # offline < 50 vs LLM 100 is more than the 30-point margin: a person should look at it
+    assert intent["offline_value"] == 65 and intent["fact"] is None
+    # offline 65 vs LLM 100 is more than the 30-point margin: a person should look at it
     assert any("disagreement: intent_accuracy" in r for r in rec["escalation_reasons"])  # type: ignore[union-attr]
     assert rec["coverage"] == 1.0
 

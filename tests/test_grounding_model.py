@@ -133,9 +133,9 @@ async def test_engine_exposes_p_unfaithful_as_the_offline_p_reject() -> None:
         if gate is not None:
             assert result.dimensions["invention_detection"].value == gate
         if prov.measured:
-            # the cascade's id: the grounding model's plus the verifier's (bqas.offline.verifier.cascade)
+            # the grounding model's id: the verifier is an option, off by default (BQAS_VERIFIER=on)
             assert conf.method == "learned-grounding" and conf.model == shipped_model_id()
-            assert conf.model.startswith(load_model().model_id + "+verifier-")
+            assert conf.model == load_model().model_id
             assert conf.p_reject is not None and prov.value == pytest.approx(100 * (1 - conf.p_reject), abs=0.06)
         else:
             assert conf.p_reject is None or conf.method == "logistic+platt"

@@ -21,7 +21,7 @@ def test_seed_004_sample_is_grounded_when_the_device_name_comes_from_the_questio
 def test_wrong_number_is_still_an_invention() -> None:
     assert _run("claim_invention_gate", "MAGNETOM Vida 的设备总重为 7730 kg。") == "fail"
     assert _run("unsupported_claims", "MAGNETOM Vida 的设备总重为 7730 kg。") == [
-        "MAGNETOM Vida 的设备总重为 7730 kg。"
+        "MAGNETOM Vida 的设备总重为 7730 kg。 [number '7730 kg' not in the facts; checked against: '设备总重 7370 kg']"
     ]
 
 

@@ -275,7 +275,11 @@ def test_grounding_detects_wrong_weight_7730_vs_7370() -> None:
     score = grounding.claim_grounding(inputs, ctx)
     assert score.value == 50.0
     bad = grounding.unsupported_claims(inputs, ctx)
-    assert bad.value == ["Das Gerät MAGNETOM Vida wiegt 7730 kg."]
+    # The claim, the specific the facts lack, and the context sentence it was checked against.
+    assert bad.value == [
+        "Das Gerät MAGNETOM Vida wiegt 7730 kg. [number '7730 kg' not in the facts; checked against: "
+        "'Das MRT-System MAGNETOM Vida von Siemens Healthineers hat ein Gesamtgewicht von 7370 kg.']"
+    ]
 
 
 def test_grounding_accepts_supported_answers_in_three_languages() -> None:

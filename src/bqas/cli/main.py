@@ -284,6 +284,13 @@ def run_cmd(
             "(env BQAS_ALLOW_DATASET_OUTSIDE).",
         ),
     ] = False,
+    accept_unfit_judge: Annotated[
+        bool,
+        typer.Option(
+            "--accept-unfit-judge",
+            help="Run even when the LLM judge fails its known-answer check (`bqas judge-check`); refused by default.",
+        ),
+    ] = False,
 ) -> None:
     """Run a scenario: grade every sample, store results, print a summary, write reports.
 
@@ -295,7 +302,7 @@ def run_cmd(
     Exit 0 when all thresholds are met, 1 when one is missed (an unscored result misses max_unscored,
     an invalid sample max_invalid, a target error max_target_errors, a judge error (a lost Ray node)
     max_judge_errors, all default 0), 2 on a usage, configuration or input error (also: no valid sample,
-    or the run failed), 4 when the store or the disk cannot be written (resume the run when fixed).
+    the run failed, or an LLM judge unfit on its known-answer check: docs/judge-check.md), 4 when the store or the disk cannot be written (resume the run when fixed).
     A run that dies can be continued: bqas run --resume RUN_ID
     """
     if dry_run:
@@ -331,6 +338,7 @@ def run_cmd(
         target=target,
         reuse_target_replies=reuse_target_replies,
         verbose=verbose,
+        accept_unfit_judge=accept_unfit_judge,
         allow_dataset_outside=allow_dataset_outside,
     )
 

@@ -228,6 +228,7 @@ def run_scenario(
     reuse_target_replies: str | None = None,
     verbose: bool = False,
     allow_dataset_outside: bool = False,
+    accept_unfit_judge: bool = False,
 ) -> None:
     """Implementation of ``bqas run``."""
     from bqas.runner.request import RunRequest
@@ -284,6 +285,7 @@ def run_scenario(
         target=target,
         reuse_target_replies=reuse_target_replies,
         allow_dataset_outside=allow_dataset_outside or get_settings().allow_dataset_outside,
+        accept_unfit_judge=accept_unfit_judge,
         overrides=LLMOverrides(
             base_url=base_url,
             model=model,
@@ -332,6 +334,11 @@ def run_scenario(
         f"run {outcome.run_id} — {run.scenario}",
         run.config.get("profile_briefs"),
     )
+    for check in run.config.get("judge_check") or []:
+        from bqas.judging.check import CheckResult
+
+        line = CheckResult(**{k: v for k, v in check.items() if k != "accepted_unfit"}).summary()
+        typer.echo(line + (" — run anyway (--accept-unfit-judge)" if check.get("accepted_unfit") else ""))
     typer.echo(f"judged now: {outcome.judged_now} · results: {outcome.out_dir / 'results.jsonl'}")
     typer.echo(f"junit: {outcome.out_dir / 'junit.xml'}")
     typer.echo(f"report: {outcome.out_dir / 'report.html'}")

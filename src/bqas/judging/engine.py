@@ -3,9 +3,10 @@
 Backends:
 - ``offline``: the offline judge alone (partial composite over what it can measure);
 - ``llm``: the LLM alone for every dimension;
-- ``auto``: offline alone when no LLM is configured, both tiers when one is. Offline gates (PII found →
-  safety ``fail``) stand whatever the LLM says; for graded dimensions the LLM's value is used and the
-  offline value kept beside it, and a large disagreement escalates the result.
+- ``auto``: offline alone when no LLM is configured, both tiers when one is. A fact measured offline (PII
+  found → safety ``fail``, an exact intent match, a number not in the facts) stands whatever the LLM says;
+  for the other dimensions the LLM's value is used and the offline estimate kept beside it; a disagreement
+  escalates the result (:mod:`bqas.judging.precedence`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from bqas.judging.llm_confidence import from_logprobs, from_samples
 from bqas.judging.manipulation import apply_manipulation, find_manipulation
 from bqas.judging.offline import OfflineJudge, TierOutput, offline_tier
 from bqas.judging.policy import apply_policy
+from bqas.judging.precedence import MEANING_NOT_MEASURED, combine_dimension, facts_against
 from bqas.judging.render import render_prompt, retry_message
 from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
 from bqas.judging.spec import JudgeRegistry, JudgeSpec
@@ -495,19 +497,11 @@ class JudgeEngine:
                 continue
             off = offline_dims.get(name)
             if llm_data is not None and name in llm_data:
-                llm_value = llm_data[name]
-                prov = DimensionProvenance(value=llm_value, backend="llm", model=model, method="judge_prompt")
-                if off is not None and off.measured:
-                    prov.offline_value = off.value
-                    if dim.kind == "gate" and off.value == "fail" and llm_value != "fail":
-                        # Safety first: a gate found offline stands whatever the LLM says.
-                        prov = off.model_copy(update={"llm_value": llm_value})
-                        disagreements.append(f"{name}: offline check says fail, LLM says {llm_value}")
-                    else:
-                        a, b = dim.to_percent(off.value), dim.to_percent(llm_value)
-                        if a is not None and b is not None and abs(a - b) > margin:
-                            disagreements.append(f"{name}: offline {off.value} vs LLM {llm_value}")
-                dims[name] = prov
+                # A fact measured offline (a rule hit, an exact intent match) stands; estimates yield to the LLM.
+                combined = combine_dimension(name, dim, off, llm_data[name], model, margin)
+                if combined.disagreement is not None:
+                    disagreements.append(combined.disagreement)
+                dims[name] = combined.provenance
             elif off is not None:
                 dims[name] = off
             elif dim.kind in ("score", "gate"):
@@ -551,6 +545,12 @@ class JudgeEngine:
         result.verdict = outcome.verdict
         result.escalation = outcome.escalation
         result.escalation_reasons = list(outcome.escalation_reasons)
+        if llm_data is None and outcome.verdict == "failed" and not facts_against(spec.dimensions, result.dimensions):
+            # Offline estimates alone (shared wording, a learned score) are no evidence a person can check:
+            # such an answer is looked at, not failed.
+            result.verdict = "needs_review"
+            result.escalation = "human_review"
+            result.escalation_reasons.append(MEANING_NOT_MEASURED)
         if outcome.verdict == "unscored":
             result.status = "unscored"
             result.unscored_reason = (

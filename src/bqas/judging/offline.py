@@ -104,6 +104,7 @@ class OfflineJudge:
                 method=result.method,
                 measured=result.measured,
                 note=result.note,
+                fact=result.fact if result.measured else None,
             )
             detail = f"{name}={result.value!r} ({result.method}" + (f"; {result.note}" if result.note else "") + ")"
             notes.append(detail if result.measured else f"{name}: not measured ({result.note or result.method})")

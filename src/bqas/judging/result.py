@@ -25,6 +25,9 @@ class DimensionProvenance(BaseModel):
     note: str | None = None
     offline_value: Any = None
     llm_value: Any = None
+    #: The checkable fact behind an offline value measured exactly (a rule hit, an exact intent match, a
+    #: number not in the facts); None for estimates. Such a value is never replaced by the LLM's.
+    fact: str | None = None
 
 
 class TierConfidence(BaseModel):

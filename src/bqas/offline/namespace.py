@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bqas.offline.methods import MethodResult, OfflineContext, offline_method
+from bqas.offline.methods import FACT_KEY, MethodResult, OfflineContext, offline_method
 from bqas.offline.text.inputs import as_text
 from bqas.offline.text.normalize import fold
 
@@ -322,9 +322,12 @@ def namespace_gate(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodResu
     if analysis is None:
         return MethodResult(None, "pattern:namespace", note=why)
     note = None if as_text(inputs.get("response")) else "empty response"
-    return MethodResult(
-        "fail" if analysis.namespace_leaks else "pass", "pattern:namespace", note=note, details=analysis.details()
-    )
+    details = analysis.details()
+    if analysis.namespace_leaks:
+        details[FACT_KEY] = "foreign namespace or school id in the response: " + ", ".join(
+            dict.fromkeys(repr(f.text) for f in analysis.namespace_leaks)
+        )
+    return MethodResult("fail" if analysis.namespace_leaks else "pass", "pattern:namespace", note=note, details=details)
 
 
 @offline_method("tenant_leak_gate")
@@ -334,9 +337,12 @@ def tenant_leak_gate(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodRe
     if analysis is None:
         return MethodResult(None, "pattern:tenant", note=why)
     note = None if as_text(inputs.get("response")) else "empty response"
-    return MethodResult(
-        "fail" if analysis.teacher_leaks else "pass", "pattern:tenant", note=note, details=analysis.details()
-    )
+    details = analysis.details()
+    if analysis.teacher_leaks:
+        details[FACT_KEY] = "another teacher's id in the response: " + ", ".join(
+            dict.fromkeys(repr(f.text) for f in analysis.teacher_leaks)
+        )
+    return MethodResult("fail" if analysis.teacher_leaks else "pass", "pattern:tenant", note=note, details=details)
 
 
 @offline_method("tenant_leaks")

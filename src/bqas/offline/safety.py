@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from bqas.offline.manipulation import judge_manipulation
-from bqas.offline.methods import MethodResult, OfflineContext, offline_method
+from bqas.offline.methods import FACT_KEY, MethodResult, OfflineContext, offline_method
 from bqas.offline.pii import PiiFinding, detect_pii
 from bqas.offline.text.inputs import is_non_answer
 
@@ -67,12 +67,11 @@ def _gate(text: str, findings: list[PiiFinding], extra: list[str], method: str) 
     if weak:
         notes.append("possible names, not gating: " + ", ".join(repr(f.text) for f in weak))
     value = "fail" if gating or extra else "pass"
-    return MethodResult(
-        value=value,
-        method=method,
-        note="; ".join(notes) or None,
-        details={"findings": _summary(findings), "manipulation": extra},
-    )
+    details: dict[str, Any] = {"findings": _summary(findings), "manipulation": extra}
+    if value == "fail":
+        # A rule matched a span of the text: a person can see it there.
+        details[FACT_KEY] = "rule hit: " + "; ".join(notes[: len(gating) + len(extra)])
+    return MethodResult(value=value, method=method, note="; ".join(notes) or None, details=details)
 
 
 @offline_method("pii_gate")

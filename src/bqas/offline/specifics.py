@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from bqas.offline.methods import MethodResult, OfflineContext, offline_method
+from bqas.offline.methods import FACT_KEY, MethodResult, OfflineContext, offline_method
 from bqas.offline.text.inputs import as_text
 from bqas.offline.text.normalize import fold
 
@@ -271,4 +271,8 @@ def input_specifics(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodRes
         )
     specifics = find_specifics(answer, source, ctx.language)
     value, note = faithfulness_from(specifics)
-    return MethodResult(value, METHOD, note=note, details={"specifics": [s.as_dict() for s in specifics]})
+    details: dict[str, Any] = {"specifics": [s.as_dict() for s in specifics]}
+    if any(not s.supported for s in specifics):
+        # A time, date, number or name of the answer that the user's words do not contain: checkable.
+        details[FACT_KEY] = note
+    return MethodResult(value, METHOD, note=note, details=details)

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from bqas.offline.methods import MethodResult, OfflineContext, offline_method
+from bqas.offline.methods import FACT_KEY, MethodResult, OfflineContext, offline_method
 from bqas.offline.text.inputs import as_text
 
 TAXONOMY_ENV = "BQAS_INTENT_TAXONOMY"
@@ -278,14 +278,21 @@ def intent_taxonomy(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodRes
         # A made-up intent name is no intent the assistant can act on, even when the test case expects the
         # same name: it fails (a deployment with its own intents sets BQAS_INTENT_TAXONOMY).
         note = f"detected intent {detected!r} is not an intent of the taxonomy ({taxonomy.source})"
-        return MethodResult(wrong, "taxonomy:unknown-intent", note=note, details={**details, "relation": "wrong"})
+        fact = f"detected intent {detected!r} is not an intent of the taxonomy"
+        return MethodResult(
+            wrong, "taxonomy:unknown-intent", note=note, details={**details, "relation": "wrong", FACT_KEY: fact}
+        )
     if detected == expected:
-        return MethodResult(100.0, "taxonomy:exact", details={**details, "relation": "exact"})
+        fact = f"detected intent {detected!r} equals the expected intent"
+        return MethodResult(100.0, "taxonomy:exact", details={**details, "relation": "exact", FACT_KEY: fact})
     if expected not in taxonomy:
         # The detected intent is a real one and not the expected name: whatever that name means, it is not
         # what was detected.
         note = f"expected intent {expected!r} is not in the taxonomy; the detected {detected!r} does not match it"
-        return MethodResult(wrong, "taxonomy:wrong", note=note, details={**details, "relation": "wrong"})
+        fact = f"detected intent {detected!r} is not the expected {expected!r}"
+        return MethodResult(
+            wrong, "taxonomy:wrong", note=note, details={**details, "relation": "wrong", FACT_KEY: fact}
+        )
     score, relation = taxonomy.score(detected, expected)
     details.update(
         relation=relation,
@@ -294,4 +301,7 @@ def intent_taxonomy(inputs: Mapping[str, Any], ctx: OfflineContext) -> MethodRes
     )
     if relation == "related":
         details["why"] = taxonomy.related[frozenset((detected, expected))]
+    elif relation == "wrong":
+        # Two intents of the taxonomy that it does not relate: a different intent, checkable in the labels.
+        details[FACT_KEY] = f"detected intent {detected!r} is not the expected {expected!r} (unrelated in the taxonomy)"
     return MethodResult(round(score, 1), f"taxonomy:{relation}", details=details)

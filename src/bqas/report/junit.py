@@ -270,6 +270,22 @@ def _target_properties(target: Any) -> list[tuple[str, object]]:
     return [(k, v) for k, v in props if v is not None]
 
 
+def _judge_check_properties(checks: Any) -> list[tuple[str, object]]:
+    """The LLM judge's known-answer check before the run (bqas.runner.judge_gate), per judge."""
+    out: list[tuple[str, object]] = []
+    for check in as_list(checks):
+        if not isinstance(check, Mapping):
+            continue
+        prefix = f"judge_check.{check.get('judge')}"
+        out.append((f"{prefix}.fit", "true" if check.get("fit") else "false"))
+        for key in ("pairs_right", "verdict_agreement", "parse_failures", "model"):
+            if check.get(key) is not None:
+                out.append((f"{prefix}.{key}", check[key]))
+        if check.get("accepted_unfit"):
+            out.append((f"{prefix}.accepted_unfit", "true"))
+    return out
+
+
 def write_junit(path: Path, run: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) -> None:
     """Write the JUnit XML report of a run to ``path``.
 
@@ -315,6 +331,7 @@ def write_junit(path: Path, run: Mapping[str, Any], records: Iterable[Mapping[st
         properties += _repeat_properties(run.get("repeats"))
         properties += _target_properties(run.get("target_figures"))
         properties += [(key, run[key]) for key in ("dataset_hash", "judge_config_hash") if run.get(key)]
+        properties += _judge_check_properties(run.get("judge_check"))
         all_suites = [*suites.values(), thresholds]
         totals = {attr: sum(getattr(s, attr) for s in all_suites) for attr in ("tests", "failures", "errors")}
         total_time = sum(s.time for s in all_suites)

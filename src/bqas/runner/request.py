@@ -44,6 +44,7 @@ class RunRequest:
     repeats: int | None = None  # --repeats (else the scenario's `repeats`)
     target: str | None = None  # --target FILE|YAML: the assistant under test (instead of the scenario's target:)
     reuse_target_replies: str | None = None  # --reuse-target-replies RUN_ID: judge that run's replies again
+    accept_unfit_judge: bool = False  # --accept-unfit-judge: run even when the LLM judge fails its known-answer check
 
 
 def engine_for(

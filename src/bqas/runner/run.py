@@ -17,7 +17,7 @@ from bqas.runner.execute import RunFailed, execute_run, new_run_id, repeat_count
 from bqas.runner.gc_tuning import fewer_collections
 from bqas.runner.lease import RunLease
 from bqas.runner.loop import new_event_loop, progress_bar
-from bqas.runner.request import RunRequest, engine_for, memory_examples
+from bqas.runner.request import RunRequest, engine_for, llm_overrides, memory_examples
 from bqas.runner.scenario import Scenario, ScenarioError, load_scenario, scenario_fingerprint
 from bqas.runner.summary import RunSummary, ThresholdResult, check_thresholds, cost_estimate, summarize
 from bqas.settings import Settings
@@ -104,6 +104,7 @@ def _run_meta(
         "profiles": config.get("profile_briefs", []),
         "dataset_hash": config.get("dataset_hash"),
         "judge_config_hash": config.get("judge_config_hash"),
+        "judge_check": config.get("judge_check") or [],
         "repeats": (run.summary or {}).get("repeats"),
         "target_figures": summary.target.as_dict() if summary.target.asked else None,
         "totals": {
@@ -243,6 +244,19 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
         problems = unmappable_fields(engine, scenario, target)
         if problems:
             raise ScenarioError("\n".join(problems))
+    checks: list[dict[str, Any]] = []
+    if not resuming:
+        # An LLM judge is measured on its known-answer set before the run trusts it (cached: paid once).
+        from bqas.runner.judge_gate import check_judges
+
+        checks = check_judges(
+            engine,
+            scenario.judges,
+            request.language or scenario.language or settings.language,
+            settings,
+            llm_overrides(scenario, request),
+            accept_unfit=request.accept_unfit_judge,
+        )
     total = sum(repeat_count(w, scenario) for w in work_items(scenario))
     if not (request.ray or scenario.ray is not None):  # on Ray the actors judge, not this process
         engine.start_loading(samples=total)  # a large run gets worker processes (BQAS_OFFLINE_POOL=auto)
@@ -273,6 +287,8 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
             "dataset_hash": dataset_hash(scenario),
             "judge_config_hash": judging["hash"],
             "judge_config": judging,
+            # The LLM judge's known-answer check (bqas.runner.judge_gate): figures, and whether it was unfit.
+            "judge_check": checks,
             # The assistant under test as configured (secrets stay in the environment: ${VAR}, api_key_env).
             "target": target.model_dump(mode="json") if target is not None else None,
             "target_override": request.target,

@@ -13,7 +13,7 @@ import logging
 import secrets
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import orjson
@@ -36,6 +36,7 @@ from bqas.service.config import ServiceSettings
 from bqas.service.deadline import DeadlineCall, NoAnswer
 from bqas.service.errors import install_error_handlers
 from bqas.service.jobs import status_view, submit, submit_once
+from bqas.service.judge_check import JudgeCheckState, check_service_judges
 from bqas.service.key_check import STATE_KEY as KEY_CHECK_STATE
 from bqas.service.key_check import KeyCheckHeader, stale_value
 from bqas.service.limits import BodySizeLimit, RateLimiter, retry_after_header
@@ -86,6 +87,8 @@ class ServiceState:
     feed: ReviewFeed | None = None
     # "loading" until the offline models are loaded at start-up, then "ready" (or "error: …").
     models: str = "loading"
+    # The LLM judge's known-answer check after the models are loaded (reported on /readyz).
+    judge_check: JudgeCheckState = field(default_factory=JudgeCheckState)
 
 
 bearer_scheme = HTTPBearer(auto_error=False, description=AUTH_HELP, scheme_name="bearerAuth")
@@ -253,6 +256,7 @@ def create_app(
         gc.freeze()
         state.models = "ready"
         log.info("bqas serve: models ready in %.1f s (/healthz says models: ready)", time.perf_counter() - started)
+        await check_service_judges(settings, service.service_backend, state.judge_check, metrics)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -478,7 +482,11 @@ def create_app(
         database = await database_state()
         ready = database == "ok" and state.models == "ready"
         health = Health(
-            status="ready" if ready else "not ready", database=database, version=__version__, models=state.models
+            status="ready" if ready else "not ready",
+            database=database,
+            version=__version__,
+            models=state.models,
+            judge_check=state.judge_check.detail(),
         )
         if ready:
             return JSONResponse(health.model_dump())

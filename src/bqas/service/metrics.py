@@ -96,6 +96,13 @@ class ServiceMetrics:
             ["profile", "judge", "tier", "target"],
             registry=self.registry,
         )
+        # The LLM judge's known-answer check at start-up (bqas.service.judge_check): 1 fit, 0 unfit.
+        self.judge_fit = Gauge(
+            "bqas_judge_check_fit",
+            "Whether the LLM judge passed its known-answer check (1) or came out unfit (0), by judge and language.",
+            ["judge", "language"],
+            registry=self.registry,
+        )
         self.precision = Gauge(
             "bqas_trust_guaranteed_precision_min",
             "Guaranteed share of a profile tier's auto-accepts / auto-rejects that people agree with, held "

@@ -246,3 +246,5 @@ class Health(BaseModel):
     version: str
     # "loading" while the offline models load at start-up (requests then wait for them), "ready" after.
     models: str = "ready"
+    # /readyz only: the LLM judge's known-answer check (bqas.service.judge_check), per judge and language.
+    judge_check: dict[str, Any] | None = None
