@@ -112,6 +112,26 @@ SLOW_TESTS = (
 )
 
 
+# Parts that CI promises (.ci/run sets the switches): with a switch set to 1, a test that would skip because
+# its part is missing fails with the skip's reason instead, so a green CI means those tests ran. The switch
+# and the words a skip reason for that part holds (the PostgreSQL tests' skipif reasons; importorskip's).
+REQUIRED_PARTS = {"BQAS_REQUIRE_POSTGRES": "PostgreSQL", "BQAS_REQUIRE_TORCH": "'torch'"}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """A skip for a part that its ``BQAS_REQUIRE_*`` switch promises is reported as a failure."""
+    report: pytest.TestReport = yield
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        for switch, words in REQUIRED_PARTS.items():
+            if os.environ.get(switch) == "1" and words in reason:
+                report.outcome = "failed"
+                report.longrepr = f"{reason.removeprefix('Skipped: ')}, and {switch}=1 is set"
+                break
+    return report
+
+
 def _shared_resource(path: Path, cache: dict[Path, str | None]) -> str | None:
     """The external resource a test module shares with other processes: the one PostgreSQL test database
     (tests there clear its job tables) or a Ray cluster; None for a module whose parts are its own."""
