@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bqas.judging.spec import default_registry
-from bqas.trust.fit import LabelledItem, Targets, check_on, fit_profile
+from bqas.trust.fit import LabelledItem, Targets, check_on, fit_profile, profile_outcome, realised
 from bqas.trust.profile import ProfileConfig, ProfileError, check_profile, judge_hash, load_profile, prompt_hashes
 
 
@@ -55,7 +55,12 @@ def test_single_tier_profile_round_trip_and_check(tmp_path: Path) -> None:
         assert load_profile(path) == profile
     report = check_on(_items(3000, 2), profile)
     pipe = report["tiers"]["pipeline"]
-    assert pipe["fnr"] is not None and pipe["fnr_held"] == (pipe["fnr"] <= 0.05)
+    # The fit spends its FNR budget: on 3,000 fresh items the realised FNR sits near 5 %, and its interval
+    # can neither show the bound held nor that it failed.
+    lo, hi = pipe["fnr_interval"]
+    assert lo < 0.05 < hi and pipe["fnr_status"] == "not enough evidence" and pipe["fnr_held"] is None
+    assert pipe["accept_precision"]["status"] == "held"  # 1,447 of 1,505 auto-accepts right: [95.2, 96.9 %]
+    assert profile_outcome(report) == "not enough evidence"
     assert pipe["coverage"] > 0
 
 
@@ -130,12 +135,11 @@ def test_profile_carries_precision_targets_and_the_check_reports_agreement() -> 
     row = report["tiers"]["pipeline"]["reject_precision"]
     assert row["decided"] > 0 and row["target"] == 0.9
     lo, hi = row["interval"]
-    assert lo <= row["precision"] <= hi and row["held"] == (row["precision"] >= 0.9)
+    assert 0.9 <= lo <= row["precision"] <= hi  # the fit's precision bound holds on fresh draws
+    assert row["status"] == "held" and row["held"] is True
 
 
 def test_realised_precision_counts_the_decisions_people_agree_with() -> None:
-    from bqas.trust.fit import realised
-
     profile = fit_profile(_items(600, 8), judge="rag_hallucination", config=_config(), targets=Targets(), source="t")
     # 16 auto-rejects of which 7 are answers people accept: the example.
     decisions = [("reject", "offline")] * 16 + [("escalate", "human")] * 84
@@ -150,3 +154,22 @@ def test_realised_precision_counts_the_decisions_people_agree_with() -> None:
     old.targets.pop("precision_reject_min")
     row = realised(decisions, labels, old)["tiers"]["pipeline"]["reject_precision"]
     assert row["target"] is None and row["held"] is None and row["agree"] == 7
+
+
+def test_one_agreeing_decision_holds_nothing() -> None:
+    profile = fit_profile(_items(600, 8), judge="rag_hallucination", config=_config(), targets=Targets(), source="t")
+    # One auto-reject people agree with, one auto-accept of an answer people accept: the points say FNR 0,
+    # FPR 0, precision 1 on both sides (all "held" before); the intervals say nothing is shown.
+    report = realised([("reject", "offline"), ("accept", "offline")], [True, False], profile)
+    pipe = report["tiers"]["pipeline"]
+    assert (pipe["fnr"], pipe["fpr"]) == (0.0, 0.0)
+    assert pipe["fnr_status"] == pipe["fpr_status"] == "not enough evidence"
+    assert pipe["reject_precision"]["precision"] == 1.0 and pipe["reject_precision"]["status"] == "not enough evidence"
+    assert profile_outcome(report) == "not enough evidence"
+    # A set without people-rejected items cannot show an FNR bound held.
+    none_rejected = realised([("accept", "offline")] * 50, [False] * 50, profile)
+    assert none_rejected["tiers"]["pipeline"]["fnr_status"] == "undefined"
+    assert profile_outcome(none_rejected) == "not enough evidence"
+    # Many misses are a failure the interval shows.
+    misses = realised([("accept", "offline")] * 40 + [("reject", "offline")] * 60, [True] * 40 + [True] * 60, profile)
+    assert misses["tiers"]["pipeline"]["fnr_status"] == "not held" and profile_outcome(misses) == "not held"
