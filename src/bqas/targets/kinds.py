@@ -193,6 +193,7 @@ class OpenAIClient(TargetClient):
             raise UnmappableReply("choices[0].message.content is not text")
         _tokens(reply, body.get("usage") if isinstance(body, dict) else None)
         if t.outputs:
+            reply.message = content
             mapped = map_outputs(_json(content.encode()), t.outputs)
             reply.fields = _judge_fields(mapped, tuple(k for k in t.outputs if k == "response"), t.outputs)
         else:
@@ -310,6 +311,7 @@ def scrub(reply: TargetReply, secrets: dict[str, str]) -> TargetReply:
     if reply.error is not None:
         reply.error = clean(reply.error)
     reply.raw = clean(reply.raw)
+    reply.message = clean(reply.message)
     reply.fields = {k: clean(v) for k, v in reply.fields.items()}
     return reply
 

@@ -37,6 +37,9 @@ class TargetReply:
     raw_bytes: int = 0
     raw_truncated: bool = False
     kind: str = ""  # the target's type
+    # The assistant's whole message where the judged fields are only part of it (an openai target with
+    # ``outputs``): the next turn's history must repeat what it said, and ``raw`` may be cut.
+    message: str | None = None
     reused_from: str | None = None  # --reuse-target-replies: the run that asked
 
     def keep_raw(self, raw: bytes | str) -> None:
