@@ -102,6 +102,7 @@ SLOW_TESTS = (
     "test_runner.py::test_resume_after_sigkill_finishes_without_redoing_or_duplicating",
     "test_run_lease.py::test_killed_run_is_interrupted_resumes_into_its_out_and_a_second_resume_refuses",
     "test_trust_thresholds.py::test_simulation_bound_holds_and_coverage_grows_with_separation",
+    "test_trust_profile.py::test_the_cascade_guarantee_holds_in_simulation",
     "test_service_restart.py::test_sigkill_mid_job_then_restart_finishes_every_turn_once",
     "test_pytest_plugin.py::test_plugin_under_xdist_stores_one_run_and_writes_the_report",
     "test_viewer_browser.py::test_a_run_of_10000_samples_filtered_opened_and_compared",
