@@ -221,8 +221,8 @@ def test_openai_target_against_the_real_llama_cpp_engine(tmp_path: Path, bqas_ho
     recs = {r["response_id"]: r for r in records(tmp_path / "out")}
     assert set(recs) == {"e1", "e2#0", "e2#1"}
     for rec in recs.values():
-        assert rec["status"] in ("scored", "unscored"), rec
-        assert isinstance(rec["inputs"]["response"], str)
+        assert rec["status"] == "scored", rec  # the voice judge runs offline: every answer is judged
+        assert isinstance(rec["inputs"]["response"], str) and rec["inputs"]["response"]
         assert rec["target"]["status"] == 200 and rec["target"]["completion_tokens"] >= 1
 
 
