@@ -43,7 +43,8 @@ if [ "${1:-}" = "--dev" ] && ! .venv/bin/python -c "import importlib.util as u, 
     echo "installing torch 2.13.0 (CPU) from $TORCH_WHEELS ..."
     .venv/bin/python -m pip install --quiet --disable-pip-version-check --find-links "$TORCH_WHEELS" "torch==2.13.0+cpu"
   else
-    echo "note: no CPU torch wheel in $TORCH_WHEELS; the verifier's training test will be skipped" >&2
+    echo "note: no CPU torch wheel in $TORCH_WHEELS; the verifier's training test will be skipped" \
+      "(it fails under BQAS_REQUIRE_TORCH=1, as .ci/run sets)" >&2
   fi
 fi
 .venv/bin/python -m compileall -q src >/dev/null

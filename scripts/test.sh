@@ -10,4 +10,5 @@ scripts/bootstrap.sh --dev
 # pytest-xdist: BQAS_TEST_WORKERS processes (default 3: many tests wait on servers and subprocesses, so a
 # 2-core machine keeps three busy). Tests sharing the PostgreSQL test database or a Ray cluster stay on one
 # worker (--dist loadgroup, tests/conftest.py). `scripts/test.sh -n 0` runs them in this process.
-.venv/bin/python -m pytest -n "${BQAS_TEST_WORKERS:-3}" --dist loadgroup "$@"
+# -rs lists every skipped test with its reason at the end of the run.
+.venv/bin/python -m pytest -n "${BQAS_TEST_WORKERS:-3}" --dist loadgroup -rs "$@"

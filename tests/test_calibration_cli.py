@@ -220,3 +220,24 @@ def test_ten_reviewed_items_do_not_certify_fnr_below_2_percent(tmp_path: Path, b
     text = _invoke(args)
     assert text.exit_code == 3 and "not enough evidence for fpr, fnr" in text.stderr and "[0.0–97.5]" in text.stdout
     assert _invoke([*args, "--allow-not-enough-evidence"]).exit_code == 0
+
+
+def test_three_agreeing_samples_are_not_enough_evidence_for_a_kappa_target(tmp_path: Path, bqas_home: Path) -> None:
+    # Judge and people agree on all three (two accepted, one rejected): κ = 1, but the percentile bootstrap
+    # of three items collapses to [1, 1] and used to read "kappa_min 0.6 met", exit 0.
+    gold = tmp_path / "three.jsonl"
+    gold.write_text("".join(json.dumps(g, ensure_ascii=False) + "\n" for g in GOLD[:3]), encoding="utf-8")
+    targets = tmp_path / "kappa.yaml"
+    targets.write_text(
+        "kappa_min: 0.6\nagreement_min: null\nfpr_max: null\nfnr_max: null\nlatency_mean_max_ms: null\n",
+        encoding="utf-8",
+    )
+    args = ["--gold", str(gold), "-j", "rag_privacy", "--backend", "offline", "--targets", str(targets)]
+    result = _invoke([*args, "--out", str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 3, result.output
+    doc = json.loads(result.stdout)
+    kappa = {t["name"]: t for t in doc["targets"]}["kappa"]
+    assert kappa["actual"] == 1.0  # the judge did agree: the verdict is about the evidence, not the value
+    assert kappa["status"] == "not enough evidence" and kappa["passed"] is False
+    assert "at least 20" in kappa["note"]
+    assert doc["outcome"] == "not enough evidence"

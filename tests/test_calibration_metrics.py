@@ -198,7 +198,7 @@ def test_kappa_and_correlation_intervals_come_from_the_bootstrap() -> None:
     b = [x if rng.random() < 0.85 else 1 - x for x in a]
     kappa = cohen_kappa(a, b)
     assert kappa.interval is not None and kappa.interval[0] < (kappa.value or 0) < kappa.interval[1]
-    assert kappa.method == "bootstrap" and 0.05 < kappa.interval[1] - kappa.interval[0] < 0.25
+    assert kappa.method == "bootstrap+exact" and 0.05 < kappa.interval[1] - kappa.interval[0] < 0.25
     x = list(rng.random(200))
     y = [v + rng.normal() * 0.2 for v in x]
     rho = correlation(x, y, "spearman")
@@ -235,3 +235,26 @@ def test_judge_config_specs(tmp_path: Path) -> None:
     assert JudgeConfig.parse(f"prompt:{tmp_path}", "llm").judges_dir == tmp_path
     with pytest.raises(ValueError, match="expected offline"):
         JudgeConfig.parse("gpt", "auto")
+
+
+def test_kappa_on_a_few_items_has_no_interval_and_perfect_agreement_is_not_certain() -> None:
+    three = cohen_kappa(["ok", "ok", "bad"], ["ok", "ok", "bad"])
+    assert three.value == 1.0 and three.interval is None  # the bootstrap gave [1, 1]
+    assert three.as_dict()["no_interval"].startswith("fewer than 20 items")
+    kappa_target = Targets(fpr_max=None, fnr_max=None, agreement_min=None, kappa_min=0.6)
+    (check,) = check_agreement(kappa_target, agreement(["ok"] * 3, ["ok"] * 3).as_dict(), three.as_dict())
+    assert check.status == "not enough evidence" and not check.passed
+    labels = ["ok", "bad"] * 13
+    perfect = cohen_kappa(labels, labels)
+    assert perfect.value == 1.0 and perfect.interval is not None
+    # 26 of 26 agreeing: the exact agreement interval reaches down to 0.868, κ at chance 0.5 to 0.735.
+    assert perfect.interval[0] == pytest.approx(0.735, abs=0.002) and perfect.interval[1] == 1.0
+    (strict,) = check_agreement(kappa_target.model_copy(update={"kappa_min": 0.9}), {}, perfect.as_dict())
+    assert strict.status == "not enough evidence"
+    rho = correlation([1.0, 2.0, 3.0, 4.0], [1.0, 3.0, 2.0, 4.0], "spearman")
+    assert rho.value == pytest.approx(0.8) and rho.interval is None
+
+
+def test_the_mean_time_interval_never_goes_below_zero() -> None:
+    stats = latency_stats([1.0, 2.0, 300.0])
+    assert stats["mean_interval"][0] == 0.0 and stats["mean_interval"][1] > 300.0

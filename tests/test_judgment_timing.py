@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
-import time
-from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from bqas.judging import dispatch
+from bqas.judging import engine as engine_module
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.offline import OfflineJudge, timed_offline_tier
 from bqas.judging.spec import default_registry
@@ -26,19 +25,31 @@ SAMPLE = {
     "response": "Ich erinnere dich morgen an die Konferenz.",
     "expected_intent": "reminder",
 }
-WORK_S = 0.03  # each offline tier "works" this long in its one worker (a sleep: no CPU needed)
+WORK_S = 0.03  # each offline tier "works" this long on the scripted clock
 
 
 async def test_waiting_for_the_one_offline_worker_is_queue_not_service(monkeypatch: pytest.MonkeyPatch) -> None:
-    one_worker = ThreadPoolExecutor(max_workers=1)
+    """Eight judgments on one worker, on a scripted clock that moves only while the worker works: the
+    judgment served k-th waited k work periods (queue) and worked one (service), exactly."""
+    clock = [0.0]
+    monkeypatch.setattr(engine_module, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    arrived: list[int] = []
+    all_arrived = asyncio.Event()
+    one_worker = asyncio.Lock()
 
     async def run_on_one_worker(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(one_worker, functools.partial(fn, *args, **kwargs))
+        if fn is working:  # the worker starts once every judgment has handed it its tier
+            arrived.append(1)
+            if len(arrived) == 8:
+                all_arrived.set()
+            await all_arrived.wait()
+        async with one_worker:
+            return fn(*args, **kwargs)
 
     def working(*args: Any, **kwargs: Any) -> Any:
-        out, worked = timed_offline_tier(*args, **kwargs)
-        time.sleep(WORK_S)
-        return out, worked + WORK_S
+        out, _ = timed_offline_tier(*args, **kwargs)
+        clock[0] += WORK_S
+        return out, WORK_S
 
     monkeypatch.setattr(dispatch, "run_cpu", run_on_one_worker)
     monkeypatch.setattr(dispatch, "timed_offline_tier", working)
@@ -47,18 +58,13 @@ async def test_waiting_for_the_one_offline_worker_is_queue_not_service(monkeypat
     )
     engine.dispatch.mode = "threads"
     engine.offline.load()
-    try:
-        results = await asyncio.gather(
-            *(engine.evaluate("voice", SAMPLE, response_id=f"r{i}", language="de") for i in range(8))
-        )
-    finally:
-        one_worker.shutdown()
-    for r in results:
-        assert r.service_ms + r.queue_ms == pytest.approx(r.latency_ms, abs=0.01)
-        assert r.service_ms >= WORK_S * 1000  # the worker's own time is service
-    # Eight judgments on one worker: seven wait behind others; those waits are queue, not work (by
-    # construction the waits add up to at least 28 work periods, the work to 8).
-    assert sum(r.queue_ms for r in results) > sum(r.service_ms for r in results)
+    results = await asyncio.gather(
+        *(engine.evaluate("voice", SAMPLE, response_id=f"r{i}", language="de") for i in range(8))
+    )
+    assert all(r.status == "scored" for r in results)
+    work_ms = WORK_S * 1000
+    assert sorted(r.queue_ms for r in results) == [pytest.approx(k * work_ms) for k in range(8)]
+    assert [r.service_ms for r in results] == [pytest.approx(work_ms)] * 8  # waiting is not counted as work
     assert results[-1].to_record()["queue_ms"] == results[-1].queue_ms
 
 
@@ -81,8 +87,6 @@ async def test_waiting_for_an_llm_slot_is_queue() -> None:
         finally:
             await llm.aclose()
     assert all(r.status == "scored" for r in results)
-    for r in results:
-        assert r.service_ms + r.queue_ms == pytest.approx(r.latency_ms, abs=0.01)
-    # One connection slot, four judgments: three wait for it, each at least one reply long.
+    # One connection slot, four judgments: at least three wait for it, and that wait is recorded as queue
+    # (how long it was is a measurement, for benchmarks).
     assert sum(1 for r in results if r.queue_ms > 0) >= 3
-    assert sum(r.queue_ms for r in results) > sum(r.service_ms for r in results) * 0.5

@@ -1,8 +1,9 @@
 """Every judge in de/en/zh through `bqas score --backend llm` and `--backend auto` on the real engine.
 
 The model (SmolLM2-135M) is far too small to judge well. What is checked is what BQAS makes of a real
-engine's replies: each result is `scored` with values inside the judge's schema, or `unscored` with a
-reason and no number; never a traceback, never an invented value. Replies are capped at 128 tokens
+engine's replies: each result is `scored` with values inside the judge's schema, or `unscored` for one of
+the model's two named failures and no number; never a traceback, never an invented value; and every judge
+but intent gives at least one scored judgment. Replies are capped at 128 tokens
 (BQAS_LLM_MAX_TOKENS) so the whole matrix stays a few CPU minutes.
 """
 
@@ -22,6 +23,16 @@ from bqas.llm.local import LocalEngine
 from bqas.testing.local_engine import TEST_CTX, TEST_SLOTS, TEST_THREADS
 
 MAX_TOKENS = 128
+# The two ways a reply of the 135M model can fail, both the model's and both named: it did not finish
+# within the cap, or it wrote JSON outside the judge's schema twice. Any other reason (a timeout, an
+# error of ours) fails the test.
+MODEL_FAILURES = (
+    f"the judge's reply was cut off at the token limit ({MAX_TOKENS})",
+    "judge reply failed validation twice: ",
+)
+# The intent judge's "parameters" is a free-form object: the small model fills it until the cap (at 128 and
+# at 320 tokens, every language), so it is never scored here; every other judge scores in some language.
+NEVER_FINISHES = {"intent"}
 
 SAMPLES: dict[str, dict[str, dict[str, Any]]] = {
     "voice": {
@@ -156,7 +167,7 @@ def _check_record(judge: str, backend: str, record: dict[str, Any], model: str) 
     properties = spec.schema["properties"]
     if record["status"] == "unscored":
         # Unscored says why and carries no number the model did not give.
-        assert record["unscored_reason"], where
+        assert record["unscored_reason"].startswith(MODEL_FAILURES), (where, record["unscored_reason"])
         assert record["composite_score"] is None, where
         assert not any(d["measured"] for d in llm_dims.values()), where
         return
@@ -189,6 +200,7 @@ def test_every_judge_in_every_language_scores_or_says_why(judge: str, engine_set
         encoding="utf-8",
     )
     model = engine_settings.name.removesuffix(".gguf")
+    scored: dict[str, int] = {}
     for backend in ("llm", "auto"):
         args = ["score", str(path), "-j", judge, "--backend", backend, "--llm-gguf", str(engine_settings)]
         result = CliRunner().invoke(app, [*args, "--no-cache", "--concurrency", "3"])
@@ -202,3 +214,8 @@ def test_every_judge_in_every_language_scores_or_says_why(judge: str, engine_set
             assert record["backend"] == ("llm" if backend == "llm" else "offline+llm")
         unscored = sum(r["status"] != "scored" for r in records)
         assert result.exit_code == (1 if unscored else 0)
+        scored[backend] = 3 - unscored
+    if judge in NEVER_FINISHES:
+        assert scored == {"llm": 0, "auto": 0}  # a change here means the judge or the model changed: update
+    else:  # the test is about scoring: at least one real judgment with values inside the schema
+        assert sum(scored.values()) >= 1, scored

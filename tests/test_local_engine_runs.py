@@ -65,7 +65,10 @@ def test_a_scenario_with_a_local_model_runs_the_judge_and_ragas_in_chinese(
     records = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
     judge = next(r for r in records if r["judge"] == "rag_hallucination")
     assert judge["model"] == local_llm.name and judge["prompt_language"] == "zh"
-    assert judge["status"] == "scored" or judge["unscored_reason"]
+    # Scored, or one of the small model's two named failures (never a timeout or an error of ours).
+    assert judge["status"] == "scored" or judge["unscored_reason"].startswith(
+        ("the judge's reply was cut off at the token limit (160)", "judge reply failed validation twice: ")
+    ), judge["unscored_reason"]
     [faith] = [r for r in records if r["judge"] == "ragas"]
     # ragas through the engine with the Chinese prompts: a value in [0, 1], or unscored saying why.
     assert faith["metric"] == "faithfulness" and faith["judge_language"] == "zh" and faith["prompt_language"] == "zh"
@@ -124,8 +127,9 @@ def test_calibrate_on_the_engine_gives_real_figures_with_the_model_named(
     args = ["calibrate", "--gold", str(gold), "--judge", "rag_hallucination", "--backend", "llm", "--language", "zh"]
     result = CliRunner().invoke(app, [*args, "--llm-gguf", str(local_llm.model.path), "--no-cache", "--json"])
     assert "Traceback" not in result.output
-    assert result.exit_code in (0, 1), result.output  # a 135M model misses the targets: exit 1 is expected
     doc = json.loads(result.stdout)
+    # Two gold samples can never show a target met: missed (1) or not enough evidence (3), as the outcome says.
+    assert result.exit_code == {"missed": 1, "not enough evidence": 3}[doc["outcome"]], result.output
     [config] = doc["configs"]
     assert config["model"] == local_llm.name and config["backend"] == "llm"
     overall = config["calibration"]["overall"]

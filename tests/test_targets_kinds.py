@@ -231,6 +231,28 @@ def test_openai_target_against_the_real_llama_cpp_engine(
     recs = {r["response_id"]: r for r in records(tmp_path / "out")}
     assert set(recs) == {"e1", "e2#0", "e2#1"}
     for rec in recs.values():
-        assert rec["status"] in ("scored", "unscored"), rec
-        assert isinstance(rec["inputs"]["response"], str)
+        assert rec["status"] == "scored", rec  # the voice judge runs offline: every answer is judged
+        assert isinstance(rec["inputs"]["response"], str) and rec["inputs"]["response"]
         assert rec["target"]["status"] == 200 and rec["target"]["completion_tokens"] >= 1
+
+
+def test_openai_history_repeats_a_long_message_whole(tmp_path: Path, bqas_home: Path) -> None:
+    # A message larger than the raw reply the store keeps (16 KiB): the next turn's history used to be
+    # re-parsed from that cut raw reply, failed, and fell back to the mapped answer alone.
+    content = json.dumps({"answer": "Mach ich. " + "Details folgen. " * 2000, "intent": "reminder"})
+    conv = [{"id": "c", "expected_intent": "reminder", "turns": [{"user_input": "Hallo"}, {"user_input": "Und?"}]}]
+    with ScriptedLLM(default=Reply(content=content)) as llm:
+        target = {
+            "type": "openai",
+            "base_url": llm.base_url,
+            "model": "m",
+            "outputs": {"response": "$.answer", "detected_intent": "$.intent"},
+            "concurrency": 1,
+        }
+        result = _run(write_scenario(tmp_path, conv, target), tmp_path / "out")
+        requests = list(llm.requests)
+    assert result.exit_code == 0, result.output
+    second = next(r for r in requests if r["messages"][-1]["content"] == "Und?")
+    assert second["messages"][1] == {"role": "assistant", "content": content}
+    recs = {r["response_id"]: r for r in records(tmp_path / "out")}
+    assert recs["c#0"]["target"]["raw_bytes"] > 16 * 1024  # the raw reply was indeed longer than what is kept

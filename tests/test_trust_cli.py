@@ -86,3 +86,25 @@ def test_check_refuses_a_broken_profile_file(tmp_path: Path, bqas_home: Path) ->
 def test_calibrate_without_gold_says_what_is_needed(bqas_home: Path) -> None:
     r = _invoke()
     assert r.exit_code == 2 and "--gold and --judge are needed" in r.output
+
+
+def test_a_check_on_two_labels_shows_nothing_held_and_exits_3(tmp_path: Path, bqas_home: Path) -> None:
+    rows = [
+        {"query": "", "context": "", "response": "Die Klasse schreibt morgen.", "expected": {"verdict": v}}
+        for v in ("production_ready", "failed")
+    ]
+    gold = _gold(tmp_path, [json.dumps(r) for r in rows])
+    profile = tmp_path / "p.json"
+    assert _invoke("fit", "--gold", str(gold), "--judge", "rag_privacy", "--out", str(profile)).exit_code == 1
+    args = ["--profile", str(profile), "--gold", str(gold), "--judge", "rag_privacy"]
+    r = _invoke(*args, "--json")
+    # Nothing decided automatically: FNR 0 of 1 reject and FPR 0 of 1 accept, points that "held" before.
+    assert r.exit_code == 3, r.output
+    report = json.loads(r.stdout)
+    pipe = report["tiers"]["pipeline"]
+    assert (pipe["fnr"], pipe["fnr_interval"][0], pipe["fnr_status"]) == (0.0, 0.0, "not enough evidence")
+    assert report["outcome"] == "not enough evidence" and report["held"] is False
+    text = _invoke(*args)
+    assert text.exit_code == 3 and "FNR 0.00% (90 % CI 0.0%-95.0%; target 0.02, not enough evidence)" in text.stdout
+    assert "not enough evidence: no bound failed" in text.stderr
+    assert _invoke(*args, "--allow-not-enough-evidence").exit_code == 0

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bqas.judging.spec import default_registry
-from bqas.trust.fit import LabelledItem, Targets, check_on, fit_profile
+from bqas.trust.fit import LabelledItem, Targets, check_on, fit_profile, profile_outcome, realised
 from bqas.trust.profile import ProfileConfig, ProfileError, check_profile, judge_hash, load_profile, prompt_hashes
 
 
@@ -55,7 +55,12 @@ def test_single_tier_profile_round_trip_and_check(tmp_path: Path) -> None:
         assert load_profile(path) == profile
     report = check_on(_items(3000, 2), profile)
     pipe = report["tiers"]["pipeline"]
-    assert pipe["fnr"] is not None and pipe["fnr_held"] == (pipe["fnr"] <= 0.05)
+    # The fit spends its FNR budget: on 3,000 fresh items the realised FNR sits near 5 %, and its interval
+    # can neither show the bound held nor that it failed.
+    lo, hi = pipe["fnr_interval"]
+    assert lo < 0.05 < hi and pipe["fnr_status"] == "not enough evidence" and pipe["fnr_held"] is None
+    assert pipe["accept_precision"]["status"] == "held"  # 1,447 of 1,505 auto-accepts right: [95.2, 96.9 %]
+    assert profile_outcome(report) == "not enough evidence"
     assert pipe["coverage"] > 0
 
 
@@ -130,12 +135,11 @@ def test_profile_carries_precision_targets_and_the_check_reports_agreement() -> 
     row = report["tiers"]["pipeline"]["reject_precision"]
     assert row["decided"] > 0 and row["target"] == 0.9
     lo, hi = row["interval"]
-    assert lo <= row["precision"] <= hi and row["held"] == (row["precision"] >= 0.9)
+    assert 0.9 <= lo <= row["precision"] <= hi  # the fit's precision bound holds on fresh draws
+    assert row["status"] == "held" and row["held"] is True
 
 
 def test_realised_precision_counts_the_decisions_people_agree_with() -> None:
-    from bqas.trust.fit import realised
-
     profile = fit_profile(_items(600, 8), judge="rag_hallucination", config=_config(), targets=Targets(), source="t")
     # 16 auto-rejects of which 7 are answers people accept: the issue's example.
     decisions = [("reject", "offline")] * 16 + [("escalate", "human")] * 84
@@ -150,3 +154,69 @@ def test_realised_precision_counts_the_decisions_people_agree_with() -> None:
     old.targets.pop("precision_reject_min")
     row = realised(decisions, labels, old)["tiers"]["pipeline"]["reject_precision"]
     assert row["target"] is None and row["held"] is None and row["agree"] == 7
+
+
+def test_one_agreeing_decision_holds_nothing() -> None:
+    profile = fit_profile(_items(600, 8), judge="rag_hallucination", config=_config(), targets=Targets(), source="t")
+    # One auto-reject people agree with, one auto-accept of an answer people accept: the points say FNR 0,
+    # FPR 0, precision 1 on both sides (all "held" before); the intervals say nothing is shown.
+    report = realised([("reject", "offline"), ("accept", "offline")], [True, False], profile)
+    pipe = report["tiers"]["pipeline"]
+    assert (pipe["fnr"], pipe["fpr"]) == (0.0, 0.0)
+    assert pipe["fnr_status"] == pipe["fpr_status"] == "not enough evidence"
+    assert pipe["reject_precision"]["precision"] == 1.0 and pipe["reject_precision"]["status"] == "not enough evidence"
+    assert profile_outcome(report) == "not enough evidence"
+    # A set without people-rejected items cannot show an FNR bound held.
+    none_rejected = realised([("accept", "offline")] * 50, [False] * 50, profile)
+    assert none_rejected["tiers"]["pipeline"]["fnr_status"] == "undefined"
+    assert profile_outcome(none_rejected) == "not enough evidence"
+    # Many misses are a failure the interval shows.
+    misses = realised([("accept", "offline")] * 40 + [("reject", "offline")] * 60, [True] * 40 + [True] * 60, profile)
+    assert misses["tiers"]["pipeline"]["fnr_status"] == "not held" and profile_outcome(misses) == "not held"
+
+
+# Score distributions of the two tiers (independent given the label): rejects, accepts.
+_OFFLINE_DIST = ((4.0, 2.0), (2.0, 4.0))
+_LLM_DIST = ((6.0, 2.0), (2.0, 6.0))
+
+
+def _true_cascade_rates(seed: int, n_cal: int = 800) -> tuple[float, float, float]:
+    """Fit a two-tier profile on draws from known distributions; its pipeline's true FNR and FPR (exact, from
+    the distributions: offline decides, the LLM tier decides what offline escalates) and its coverage."""
+    from scipy.stats import beta
+
+    rng = np.random.default_rng(seed)
+    y = rng.random(n_cal) < 0.35
+    off = np.where(y, rng.beta(*_OFFLINE_DIST[0], n_cal), rng.beta(*_OFFLINE_DIST[1], n_cal))
+    llm = np.where(y, rng.beta(*_LLM_DIST[0], n_cal), rng.beta(*_LLM_DIST[1], n_cal))
+    items = [LabelledItem(f"i{k}", "de", bool(y[k]), float(off[k]), float(llm[k])) for k in range(n_cal)]
+    targets = Targets(fnr_max=0.1, fpr_max=0.1, delta=0.1)
+    profile = fit_profile(items, judge="rag_hallucination", config=_config(), targets=targets, source="t")
+    first, second = profile.tier("offline"), profile.tier("llm")
+    assert first is not None and second is not None
+
+    def cdf(dist: tuple[float, float], t: float | None, none: float) -> float:
+        return none if t is None else float(beta.cdf(t, *dist))
+
+    a1, r1, a2, r2 = first.accept_threshold, first.reject_threshold, second.accept_threshold, second.reject_threshold
+    rej, acc = 0, 1
+    escalated_rej = cdf(_OFFLINE_DIST[rej], r1, 1.0) - cdf(_OFFLINE_DIST[rej], a1, 0.0)
+    fnr = cdf(_OFFLINE_DIST[rej], a1, 0.0) + escalated_rej * cdf(_LLM_DIST[rej], a2, 0.0)
+    escalated_acc = cdf(_OFFLINE_DIST[acc], r1, 1.0) - cdf(_OFFLINE_DIST[acc], a1, 0.0)
+    fpr = 1 - cdf(_OFFLINE_DIST[acc], r1, 1.0) + escalated_acc * (1 - cdf(_LLM_DIST[acc], r2, 1.0))
+    return fnr, fpr, profile.coverage["decided"]
+
+
+def test_the_cascade_guarantee_holds_in_simulation() -> None:
+    """A profile promises: the whole pipeline's FNR and FPR exceed their targets with probability at most δ
+    (each tier gets a share of the error budget and δ/2). Over 100 calibration sets drawn from known score
+    distributions, the share of fits whose true pipeline rate misses the target stays within δ."""
+    delta, tolerance, runs = 0.1, 0.03, 100
+    rates = [_true_cascade_rates(seed) for seed in range(runs)]
+    fnr_viol = sum(fnr > 0.1 for fnr, _, _ in rates)
+    fpr_viol = sum(fpr > 0.1 for _, fpr, _ in rates)
+    assert fnr_viol / runs <= delta + tolerance and fpr_viol / runs <= delta + tolerance
+    # Not vacuous: the pipeline decides most items and spends a real part of its FNR budget (a split that
+    # gave each tier the whole budget would add the two tiers' errors and miss the target).
+    assert np.mean([cover for _, _, cover in rates]) > 0.5
+    assert max(fnr for fnr, _, _ in rates) > 0.05

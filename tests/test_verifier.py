@@ -212,7 +212,9 @@ def test_tiny_training_resumes_from_its_checkpoint_and_exports_an_onnx_model(tmp
     assert card["data"] == {"begin": {"supported": 4, "unsupported": 4}}
     assert set(card["never_trained_on"]) >= {"MEMERAG", "XNLI", "OCNLI"}
     probs = claim_probabilities([good.claim, bad.claim], [good.evidence], load_verifier(out))
-    assert len(probs) == 2 and all(0.0 < p < 1.0 for p in probs)
+    # The exported graph reads its input: the claim with "nicht" gets another probability than its twin (an
+    # export that dropped the tokens or the mask would give both the same number).
+    assert len(probs) == 2 and probs[0] != probs[1]
     other = tmp_path / "other"
     other.mkdir()
     (other / "checkpoint.pt").write_bytes((out / "checkpoint.pt").read_bytes())

@@ -81,11 +81,6 @@ class Settings(BaseSettings):
     ragas_judge_language: str = Field(default="en", validation_alias="RAGAS_JUDGE_LANGUAGE")
 
     @property
-    def llm_configured(self) -> bool:
-        """True when an LLM endpoint and model, or a local GGUF model, are configured."""
-        return bool(self.llm_base_url and self.judge_model) or self.llm_gguf is not None
-
-    @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
 

@@ -42,11 +42,6 @@ def fingerprint(key: str) -> str:
     return "key:" + hash_key(key)[:8]
 
 
-def fingerprint_of_hash(key_hash: str) -> str:
-    """:func:`fingerprint` from a stored key hash."""
-    return "key:" + key_hash[:8]
-
-
 def _check_key(path: Path, line: int, tenant: str, key: str) -> str:
     """The hash of one file entry; ValueError naming file, line and tenant when it is too weak or malformed."""
     where = f"{path}:{line}: tenant {tenant!r}"

@@ -8,6 +8,12 @@ Each figure carries its 95 % confidence interval where one is defined: Clopper-P
 for rates, a percentile bootstrap (1,000 resamples of the items, fixed seed) for Cohen's κ and the
 correlations, Student's t for a mean. A target is judged on the interval, not on the point
 (:mod:`bqas.calibration.targets`).
+
+A percentile bootstrap of a handful of items says nothing: three agreeing items resample to κ = 1 every
+time and give the interval [1, 1]. Below :data:`MIN_BOOTSTRAP_N` items κ and the correlations have no
+interval (a target on them is "not enough evidence"); above it, κ's interval is widened to hold the
+interval that the exact (Clopper-Pearson) interval of the observed agreement gives at the observed chance
+agreement, so perfect agreement on 25 items cannot read as κ in [1, 1] either.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ import numpy as np
 CONFIDENCE = 0.95  # of every interval a calibration reports
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
+# Fewest items for a bootstrap interval (κ, correlations); fewer give no interval, with this reason.
+MIN_BOOTSTRAP_N = 20
+TOO_FEW_FOR_BOOTSTRAP = f"fewer than {MIN_BOOTSTRAP_N} items: a bootstrap interval needs at least {MIN_BOOTSTRAP_N}"
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,7 @@ class Figure:
     interval: tuple[float, float] | None = None
     method: str | None = None
     successes: int | None = None
+    no_interval: str | None = None  # why a defined figure has no interval
 
     @classmethod
     def undefined(cls, n: int, reason: str) -> Figure:
@@ -57,6 +67,8 @@ class Figure:
             out["interval"] = [round(self.interval[0], 6), round(self.interval[1], 6)]
             out["confidence"] = CONFIDENCE
             out["interval_method"] = self.method
+        elif self.no_interval is not None:
+            out["no_interval"] = self.no_interval
         if self.successes is not None:
             out["k"] = self.successes
         return out
@@ -219,7 +231,24 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], *, weights: str | None = Non
         return Figure.undefined(n, "κ is 0/0 (chance agreement is 1)")
     if weights is not None:
         return Figure(finite, n)
-    return Figure(finite, n, interval=bootstrap_kappa(a, b), method="bootstrap")
+    if n < MIN_BOOTSTRAP_N:
+        return Figure(finite, n, no_interval=TOO_FEW_FOR_BOOTSTRAP)
+    boot = bootstrap_kappa(a, b)
+    if boot is None:
+        return Figure(finite, n, no_interval="most bootstrap resamples hold a single label (κ is 0/0)")
+    exact = _kappa_from_agreement(a, b)
+    return Figure(finite, n, interval=(min(boot[0], exact[0]), max(boot[1], exact[1])), method="bootstrap+exact")
+
+
+def _kappa_from_agreement(a: Sequence[Any], b: Sequence[Any]) -> tuple[float, float]:
+    """κ = (p_o - p_e) / (1 - p_e) at the ends of the Clopper-Pearson interval of the observed agreement
+    p_o, with the chance agreement p_e as observed (defined: the caller has p_e < 1)."""
+    n = len(a)
+    same = sum(1 for x, y in zip(a, b, strict=True) if x == y)
+    labels = {*map(str, a), *map(str, b)}
+    pe = sum((sum(1 for x in a if str(x) == lab) / n) * (sum(1 for y in b if str(y) == lab) / n) for lab in labels)
+    lo, hi = clopper_pearson(same, n)
+    return (lo - pe) / (1.0 - pe), (hi - pe) / (1.0 - pe)
 
 
 def correlation(x: Sequence[float], y: Sequence[float], kind: str) -> Figure:
@@ -243,6 +272,8 @@ def correlation(x: Sequence[float], y: Sequence[float], kind: str) -> Figure:
     if value is None:
         return Figure.undefined(n, f"{kind} is undefined for these values")
     p_value = _finite(float(res.pvalue))
+    if n < MIN_BOOTSTRAP_N:
+        return Figure(value, n, p_value=p_value, no_interval=TOO_FEW_FOR_BOOTSTRAP)
     return Figure(value, n, p_value=p_value, interval=bootstrap_correlation(x, y, kind), method="bootstrap")
 
 
@@ -282,7 +313,8 @@ def krippendorff_alpha(a: Sequence[Any], b: Sequence[Any], level: Literal["nomin
 
 def latency_stats(values: Sequence[float]) -> dict[str, Any]:
     """Mean (with its 95 % Student-t interval and the standard deviation), median and 95th percentile
-    (linear interpolation) in milliseconds."""
+    (linear interpolation) in milliseconds. A time is never negative: the interval's lower end is at
+    least 0 (Student's t on three samples would reach below it)."""
     if not values:
         return {"n": 0, "mean": None, "p50": None, "p95": None, "undefined": "no judged sample"}
     arr = np.asarray(values, dtype=float)
@@ -298,5 +330,5 @@ def latency_stats(values: Sequence[float]) -> dict[str, Any]:
         sd = float(arr.std(ddof=1))
         half = float(t.ppf(0.5 + CONFIDENCE / 2, len(values) - 1)) * sd / math.sqrt(len(values))
         out["sd"] = round(sd, 3)
-        out["mean_interval"] = [round(float(arr.mean()) - half, 3), round(float(arr.mean()) + half, 3)]
+        out["mean_interval"] = [max(0.0, round(float(arr.mean()) - half, 3)), round(float(arr.mean()) + half, 3)]
     return out

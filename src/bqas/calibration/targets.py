@@ -178,7 +178,7 @@ def _check(
             expected,
             actual,
             False,
-            f"no confidence interval on {n} {of}: not enough evidence",
+            f"no confidence interval on {n} {of} ({fig.get('no_interval') or 'too few'}): not enough evidence",
             UNDECIDED,
             None,
             None,

@@ -125,7 +125,8 @@ def calibrate_cmd(
     Krippendorff's α) between two configurations, e.g. --compare offline llm:qwen2.5-7b-instruct.
 
     With --profile P it checks a calibration profile on these labels instead: realised FNR/FPR on the
-    decided items, coverage per tier, and whether each bound held. `bqas calibrate fit` fits a profile.
+    decided items, coverage per tier, and whether each bound held, judged on 90 % Clopper-Pearson
+    intervals (held / not held / not enough evidence). `bqas calibrate fit` fits a profile.
 
     Every target is judged on its figure's 95 % confidence interval: met (the whole interval meets it),
     missed (the whole interval misses it) or not enough evidence (it straddles the target; the output says
@@ -151,7 +152,9 @@ def calibrate_cmd(
     if profile is not None:
         from bqas.cli.calibrate_fit import check_profile_run
 
-        check_profile_run(profile, gold, judge, backend, language, maps, limit, concurrency, overrides, as_json)
+        check_profile_run(
+            profile, gold, judge, backend, language, maps, limit, concurrency, overrides, as_json, allow_undecided
+        )
         return
     pair = tuple(compare) if compare and all(compare) else None
     run_calibration(

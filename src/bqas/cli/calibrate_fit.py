@@ -319,13 +319,16 @@ def check_profile_run(
     concurrency: int,
     overrides: Any,
     as_json: bool,
+    allow_undecided: bool = False,
 ) -> None:
-    """``bqas calibrate --profile P --gold G``: realised FNR/FPR and coverage of P on G, and whether each held."""
+    """``bqas calibrate --profile P --gold G``: realised FNR/FPR and coverage of P on G, and whether each held
+    on its interval. Exit 1 when a bound is not held, 3 when none fails but some lack evidence (0 with
+    ``allow_undecided``)."""
     from bqas.calibration.evaluate import EngineRequest, JudgeConfig
     from bqas.calibration.report import human_reject
     from bqas.judging.spec import default_registry
     from bqas.settings import check_language, get_settings
-    from bqas.trust.fit import realised
+    from bqas.trust.fit import HELD, NOT_HELD, profile_outcome, realised
     from bqas.trust.profile import ProfileError, check_profile, load_profile
 
     settings = get_settings()
@@ -359,35 +362,41 @@ def check_profile_run(
         labels.append(label)
     report = realised(decisions, labels, profile)
     report["profile"] = profile.id
-    held = all(
-        v is not False
-        for tier in report["tiers"].values()
-        for v in (
-            tier["fnr_held"],
-            tier["fpr_held"],
-            tier["accept_precision"]["held"],
-            tier["reject_precision"]["held"],
-        )
-    )
-    report["held"] = held
+    verdict = profile_outcome(report)
+    report["outcome"] = verdict
+    report["held"] = verdict == HELD
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
     else:
         typer.echo(f"profile {profile.id} on {gold}: n={report['n']} ({report['n_reject']} rejected)")
         for name, tier in report["tiers"].items():
             typer.echo(
-                f"  {name}: coverage {tier['coverage']:.1%}, FNR {_pct(tier['fnr'])} (target {tier['fnr_max']:g}, "
-                f"{_held(tier['fnr_held'])}), FPR {_pct(tier['fpr'])} (target {tier['fpr_max']:g}, {_held(tier['fpr_held'])})"
+                f"  {name}: coverage {tier['coverage']:.1%}, FNR {_rate_text(tier, 'fnr')}, FPR {_rate_text(tier, 'fpr')}"
             )
             for side in ("accept", "reject"):
                 typer.echo(f"    {precision_line(side, tier[f'{side}_precision'])}")
-    if not held:
+    if verdict == NOT_HELD:
         typer.echo("a bound did not hold on these labels", err=True)
         raise typer.Exit(1)
+    if verdict != HELD:
+        typer.echo(
+            "not enough evidence: no bound failed, but the labels are too few to show that each one held"
+            + ("" if allow_undecided else "; exit 3 (--allow-not-enough-evidence: exit 0)"),
+            err=True,
+        )
+        if not allow_undecided:
+            raise typer.Exit(3)
+
+
+def _rate_text(tier: Mapping[str, Any], name: str) -> str:
+    """``0.00 % (90 % CI 0.0-63.2 %; target 0.05, not enough evidence)``."""
+    interval = tier[f"{name}_interval"]
+    span = "" if interval is None else f"90 % CI {interval[0]:.1%}-{interval[1]:.1%}; "
+    return f"{_pct(tier[name])} ({span}target {tier[f'{name}_max']:g}, {tier[f'{name}_status']})"
 
 
 def precision_line(side: str, row: Mapping[str, Any]) -> str:
-    """``of 16 auto-rejects, 7 agree with people (43.8 %, 90 % CI 23.1-66.2 %); target >= 0.9 NOT held``."""
+    """``of 16 auto-rejects, 7 agree with people (43.8 %, 90 % CI 23.1-66.2 %); target >= 0.9 not held``."""
     what = "auto-accepts" if side == "accept" else "auto-rejects"
     if not row["decided"]:
         return f"no {what}"
@@ -398,12 +407,8 @@ def precision_line(side: str, row: Mapping[str, Any]) -> str:
     )
     if row["target"] is None:
         return text
-    return text + f"; target >= {row['target']:g} {_held(row['held'])}"
+    return text + f"; target >= {row['target']:g} {row.get('status') or 'undefined'}"
 
 
 def _pct(value: float | None) -> str:
     return "undefined" if value is None else f"{value:.2%}"
-
-
-def _held(value: bool | None) -> str:
-    return "undefined" if value is None else "held" if value else "NOT held"

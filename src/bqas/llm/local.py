@@ -172,13 +172,6 @@ class LocalEngine:
             "start_seconds": self.start_seconds,
         }
 
-    def close(self) -> None:
-        """Stop the server (its threads end; requests in flight are dropped)."""
-        server, self._server = self._server, None
-        with _keys_lock:
-            _keys.pop(self.base_url, None)
-        del server  # xllamacpp stops the server when the object is freed
-
 
 def _version() -> str:
     try:
@@ -196,7 +189,7 @@ _keys: dict[str, str] = {}
 
 
 def local_engine(model: LocalModel) -> LocalEngine:
-    """The process's engine for ``model`` (started on first use, then shared)."""
+    """The process's engine for ``model`` (started on first use, then shared until the process ends)."""
     key = model.resolved()
     with _lock:
         engine = _engines.get(key)

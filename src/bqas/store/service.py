@@ -462,14 +462,6 @@ def finish_job(
         return bool(getattr(result, "rowcount", 0))
 
 
-def count_jobs(store: Store, status: str | None = None) -> int:
-    with store.session() as s:
-        q = select(func.count()).select_from(Job)
-        if status is not None:
-            q = q.where(Job.status == status)
-        return int(s.scalar(q) or 0)
-
-
 @dataclass(frozen=True)
 class QueueState:
     """The job queue at one moment: per (state, kind) the jobs and the turns not yet stored."""

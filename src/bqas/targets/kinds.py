@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib
-import inspect
 import os
 import time
 import uuid
@@ -31,6 +30,7 @@ from bqas.targets.config import (
     uses_session,
 )
 from bqas.targets.mapping import UnmappableReply, UnsafeURL, as_judge_text, fill, fill_url, map_outputs
+from bqas.targets.python_call import call_function, unstorable_text
 from bqas.targets.reply import TargetFailure, TargetReply, excerpt
 from bqas.targets.secrets import Scrubber
 from bqas.targets.transport import HTTPAnswer, Transport
@@ -314,8 +314,9 @@ class DifyClient(TargetClient):
 
 
 class PythonClient(TargetClient):
-    """``function(sample) -> dict`` in this process: a sync one runs in a worker thread (the event loop
-    keeps judging), an async one on the loop. Not retried: a function that raises is reported at once."""
+    """``function(sample) -> dict`` in this process: a sync one runs in a daemon thread of its own that a
+    timeout abandons (bqas.targets.python_call), an async one on the loop. Not retried: a function that
+    raises or exits is reported at once."""
 
     target: PythonTarget
 
@@ -333,23 +334,18 @@ class PythonClient(TargetClient):
         sample = {**data, "conversation_id": conversation.id, "turn": reply.turn}
         started = time.perf_counter()
         reply.attempts = 1
-        try:
-            if inspect.iscoroutinefunction(function):
-                result = await asyncio.wait_for(function(sample), self.target.timeout)
-            else:
-                result = await asyncio.wait_for(asyncio.to_thread(function, sample), self.target.timeout)
-        except TimeoutError:
-            raise TargetFailure(
-                f"timed out: no answer within {self.target.timeout:g} s (target.timeout)", attempts=1
-            ) from None
-        except Exception as exc:  # the function's own failure is data, like an HTTP 500
-            raise TargetFailure(f"{self.target.function} raised {type(exc).__name__}: {exc}", attempts=1) from None
+        result = await call_function(function, sample, self.target.function, self.target.timeout)
         reply.latency_ms = round((time.perf_counter() - started) * 1000, 3)
         try:
             raw = orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS)
-        except TypeError:
-            raw = repr(result).encode()
+        except TypeError:  # not JSON, or a lone surrogate: repr escapes what UTF-8 cannot hold
+            raw = repr(result).encode("utf-8", errors="backslashreplace")
         reply.keep_raw(raw)
+        bad_text = unstorable_text(result)
+        if bad_text is not None:
+            raise UnmappableReply(
+                f"{self.target.function} returned text that is not valid Unicode (a lone surrogate in {bad_text})"
+            )
         if not isinstance(result, dict) or not result:
             raise UnmappableReply(f"{self.target.function} returned {type(result).__name__}, not a non-empty dict")
         _tokens(reply, result)
@@ -369,6 +365,8 @@ def scrub(reply: TargetReply, scrubber: Scrubber | dict[str, str]) -> TargetRepl
     reply.fields = {k: clean.value(v) for k, v in reply.fields.items()}
     if reply.conversation_id is not None:
         reply.conversation_id = clean.text(reply.conversation_id)
+    if reply.message is not None:
+        reply.message = clean.text(reply.message)
     return reply
 
 

@@ -219,10 +219,11 @@ class TargetStage:
 
 def _said(reply: TargetReply | None, answer: Any) -> str:
     """What the assistant said in a turn, as the next request's history: its whole message for an openai
-    target (``outputs`` may have picked a part of it), else the answer."""
+    target (``outputs`` may have picked a part of it), else the answer. A reply stored before the message
+    was kept whole is read from its raw reply, unless that was cut (then the answer stands in)."""
     if reply is not None and reply.message is not None:
         return reply.message
-    if reply is not None and reply.kind == "openai" and reply.raw:  # stored before the message was kept
+    if reply is not None and reply.kind == "openai" and reply.raw and not reply.raw_truncated:
         import orjson
 
         try:

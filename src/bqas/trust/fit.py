@@ -211,8 +211,13 @@ def realised(
 ) -> dict[str, Any]:
     """Per tier and for the pipeline: coverage, realised FNR/FPR (errors / all people-rejected resp.
     -accepted items, escalations decided by people), the precision of each side's decisions (how many of
-    the auto-accepts / auto-rejects people agree with, with a 90 % Clopper-Pearson interval) and whether
-    each target held on these items.
+    the auto-accepts / auto-rejects people agree with) and whether each target held on these items.
+
+    Each is judged on its 90 % Clopper-Pearson interval, not on the point, as ``bqas calibrate`` judges
+    its targets: ``held`` when the whole interval meets the target, ``not held`` when the whole interval
+    misses it, ``not enough evidence`` otherwise (one agreeing decision is not a held precision of 0.9, and
+    0 misses of 3 rejects not a held FNR of 5 %); ``undefined`` when there is nothing to measure it on.
+    ``*_held`` is True / False for held / not held, None otherwise.
 
     ``decisions``: (accept|reject|escalate, offline|llm|human) per item, in the order of ``rejected``."""
     n = len(decisions)
@@ -226,19 +231,20 @@ def realised(
         fp = sum(1 for k in accepts if k in mine and decisions[k][0] == "reject")
         fnr_max = t.fnr_max if t is not None else profile.targets["fnr_max"]
         fpr_max = t.fpr_max if t is not None else profile.targets["fpr_max"]
-        fnr = fn / len(rejects) if rejects else None
-        fpr = fp / len(accepts) if accepts else None
         row: dict[str, Any] = {
             "coverage": round(len(mine) / n, 6) if n else 0.0,
             "false_negatives": fn,
             "false_positives": fp,
-            "fnr": None if fnr is None else round(fnr, 6),
-            "fpr": None if fpr is None else round(fpr, 6),
             "fnr_max": fnr_max,
             "fpr_max": fpr_max,
-            "fnr_held": None if fnr is None else fnr <= fnr_max,
-            "fpr_held": None if fpr is None else fpr <= fpr_max,
         }
+        for name_, errors, total, limit in (("fnr", fn, len(rejects), fnr_max), ("fpr", fp, len(accepts), fpr_max)):
+            interval = cp_interval(errors, total, CHECK_CONFIDENCE)
+            status = UNDEFINED if interval is None else _status(interval[1] <= limit, interval[0] > limit)
+            row[name_] = round(errors / total, 6) if total else None
+            row[f"{name_}_interval"] = None if interval is None else [round(interval[0], 6), round(interval[1], 6)]
+            row[f"{name_}_status"] = status
+            row[f"{name_}_held"] = _held(status)
         for side, wrong in (("accept", fn), ("reject", fp)):
             decided = sum(1 for k in mine if decisions[k][0] == side)
             target = (
@@ -249,16 +255,49 @@ def realised(
     return out
 
 
+HELD, NOT_HELD, UNDECIDED, UNDEFINED = "held", "not held", "not enough evidence", "undefined"
+CHECK_CONFIDENCE = 0.9  # of the intervals a profile is checked on (as the precision rows always showed)
+
+
+def _status(meets: bool, misses: bool) -> str:
+    return HELD if meets else NOT_HELD if misses else UNDECIDED
+
+
+def _held(status: str | None) -> bool | None:
+    return True if status == HELD else False if status == NOT_HELD else None
+
+
 def precision_row(decided: int, agree: int, target: float | None) -> dict[str, Any]:
     """How many of a side's decisions people agree with, the share with its 90 % interval, and whether the
-    target held (None: nothing decided, or no target)."""
-    interval = cp_interval(agree, decided, 0.9)
+    target held on that interval (status None: no target, or nothing decided, so nothing to hold)."""
+    interval = cp_interval(agree, decided, CHECK_CONFIDENCE)
     value = agree / decided if decided else None
+    status = None
+    if interval is not None and target is not None:
+        status = _status(interval[0] >= target, interval[1] < target)
     return {
         "decided": decided,
         "agree": agree,
         "precision": None if value is None else round(value, 6),
         "interval": None if interval is None else [round(interval[0], 6), round(interval[1], 6)],
         "target": target,
-        "held": None if value is None or target is None else value >= target,
+        "status": status,
+        "held": _held(status),
     }
+
+
+def profile_outcome(report: dict[str, Any]) -> str:
+    """The check's verdict over every tier: not held if any target is not held, else not enough evidence
+    if any could not be decided (or an FNR/FPR had no item to be measured on), else held."""
+    statuses = {
+        status
+        for tier in report["tiers"].values()
+        for status in (
+            tier["fnr_status"],
+            tier["fpr_status"],
+            *(tier[f"{s}_precision"]["status"] for s in ("accept", "reject")),
+        )
+    }
+    if NOT_HELD in statuses:
+        return NOT_HELD
+    return UNDECIDED if statuses & {UNDECIDED, UNDEFINED} else HELD

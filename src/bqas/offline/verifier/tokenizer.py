@@ -10,9 +10,8 @@ so the model learns on exactly the segmentation it will see.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 #: Token ids of the special pieces in the pruned vocabulary (the same as XLM-R's).
@@ -62,10 +61,6 @@ class Tokenizer:
     table: dict[int, str]
 
     @classmethod
-    def from_files(cls, model: Path, normaliser: Path) -> Tokenizer:
-        return cls.from_bytes(model.read_bytes(), json.loads(normaliser.read_text(encoding="utf-8")))
-
-    @classmethod
     def from_bytes(cls, proto: bytes, normaliser: Mapping[str, str]) -> Tokenizer:
         import sentencepiece as spm
 
@@ -97,20 +92,3 @@ class Tokenizer:
 def normaliser_json(normalise: Mapping[int, Sequence[int]]) -> str:
     """The normaliser table as JSON (code point as a string -> replacement text)."""
     return json.dumps({str(k): v for k, v in translate_table(normalise).items()}, ensure_ascii=False)
-
-
-def count_pieces(tokenizer: Tokenizer, texts: Iterable[str], batch: int = 512) -> dict[int, int]:
-    """How often each piece id occurs when ``texts`` are tokenized (vocabulary pruning)."""
-    counts: dict[int, int] = {}
-    chunk: list[str] = []
-    for t in texts:
-        chunk.append(t)
-        if len(chunk) == batch:
-            for ids in tokenizer.ids(chunk):
-                for i in ids:
-                    counts[i] = counts.get(i, 0) + 1
-            chunk = []
-    for ids in tokenizer.ids(chunk):
-        for i in ids:
-            counts[i] = counts.get(i, 0) + 1
-    return counts
