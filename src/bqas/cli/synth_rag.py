@@ -1,0 +1,89 @@
+"""``bqas synth-rag``: RAG test sets with ground truth from a team's own documents.
+
+Only typer and the standard library are imported here; the work happens in ``bqas.ragsynth.commands``,
+imported inside the command so that ``bqas --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def synth_rag_cmd(
+    docs: Annotated[
+        list[Path],
+        typer.Option("--docs", "-d", help="Folder or file of documents (.md, .txt, .html, .pdf); repeatable."),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="JSONL test set to write.")],
+    count: Annotated[int, typer.Option("--count", "-n", help="How many items to keep.")] = 50,
+    language: Annotated[
+        Optional[str],  # noqa: UP045 - typer needs Optional on 3.11
+        typer.Option("--language", "-l", help="Language of the questions and documents: de, en or zh."),
+    ] = None,
+    kinds: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--kinds",
+            help="Comma-separated question kinds: fact, number, multi_passage, unanswerable, paraphrase, "
+            "operator (default: all, mixed).",
+        ),
+    ] = None,
+    seed: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--seed", help="Random seed (the offline generator is deterministic with it)."),
+    ] = None,
+    typos: Annotated[
+        bool, typer.Option("--typos", help="Typing errors in the paraphrased questions (German, English).")
+    ] = False,
+    max_overlap: Annotated[
+        float,
+        typer.Option("--max-overlap", help="Drop a question sharing this share of its passage sentence verbatim."),
+    ] = 0.75,
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Embedding cosine at or above which a question is a near-duplicate.")
+    ] = 0.95,
+    max_file_mb: Annotated[
+        float, typer.Option("--max-file-mb", help="Larger files are skipped with a message.")
+    ] = 50.0,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Generate a RAG test set with ground truth from documents (offline, extractive, filtered).
+
+    Every item carries query, reference, reference_contexts (with reference_context_sources: chunk id,
+    source, page, heading), available_facts, expected_concepts, language and kind; unanswerable items
+    carry expected. Quality filters (language, near-copies, grounding, unanswerable-really, near-duplicates)
+    are on; --json counts kept items per kind and dropped ones per reason.
+
+    Example: bqas synth-rag --docs docs/ --count 100 --language de --seed 7 --out testset.jsonl
+
+    Exit 0 when COUNT items were kept, 1 when fewer (the file holds what was kept), 2 on a usage error.
+    """
+    from bqas.ragsynth.commands import parse_kinds, run_synth_rag
+    from bqas.ragsynth.generate import SynthRagRequest
+
+    try:
+        chosen = parse_kinds(kinds)
+    except ValueError as exc:
+        typer.echo(f"error: --kinds: {exc}", err=True)
+        raise typer.Exit(2) from None
+    request = SynthRagRequest(
+        docs=list(docs),
+        count=count,
+        language=language or "",
+        kinds=chosen,
+        seed=seed,
+        typos=typos,
+        max_overlap=max_overlap,
+        dedup_threshold=threshold,
+        max_bytes=int(max_file_mb * 1024 * 1024),
+    )
+    run_synth_rag(request, out=out, progress=progress, as_json=as_json)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``synth-rag`` to the ``bqas`` app."""
+    app.command("synth-rag")(synth_rag_cmd)
