@@ -48,6 +48,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "bqas.cli.synth_rag",
         "Generate a RAG test set with ground truth from documents (offline, extractive, filtered).",
     ),
+    (
+        "rag-diagnosis",
+        "bqas.cli.synth_rag",
+        "Context recall per question kind of a run over a synth-rag set (retrieval vs answer failures).",
+    ),
     ("serve", "bqas.cli.serve", "Start the scoring service (FastAPI under uvicorn) with an in-process job worker."),
     (
         "worker",

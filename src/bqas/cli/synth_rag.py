@@ -84,6 +84,43 @@ def synth_rag_cmd(
     run_synth_rag(request, out=out, progress=progress, as_json=as_json)
 
 
+def rag_diagnosis_cmd(
+    results: Annotated[Path, typer.Argument(metavar="RESULTS", help="results.jsonl of a run (bqas run --out DIR).")],
+    testset: Annotated[Path, typer.Option("--testset", "-t", help="The synth-rag set the run used.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Context recall per question kind of a run over a synth-rag set (retrieval vs answer failures).
+
+    For each answered item: the share of its reference_contexts among the passages the assistant
+    retrieved (available_facts from its reply), beside the judged verdicts, per kind.
+
+    Example: bqas rag-diagnosis runs/docs/results.jsonl --testset scenarios/data/docs_rag_synth_de.jsonl
+
+    Exit 0 on success, 2 on a usage or input error.
+    """
+    import json
+
+    from bqas.ragsynth.diagnosis import diagnose_files, format_table
+
+    for path, option in ((results, "RESULTS"), (testset, "--testset")):
+        if not path.is_file():
+            typer.echo(f"error: {option}: no such file: {path}", err=True)
+            raise typer.Exit(2)
+    try:
+        rows = diagnose_files(results, testset)
+    except (ValueError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if not rows:
+        typer.echo(f"error: no result of {results} belongs to an item of {testset} (sample_id = id)", err=True)
+        raise typer.Exit(2)
+    if as_json:
+        typer.echo(json.dumps([r.as_dict() for r in rows], ensure_ascii=False))
+    else:
+        typer.echo(format_table(rows))
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``synth-rag`` to the ``bqas`` app."""
+    """Add ``synth-rag`` and ``rag-diagnosis`` to the ``bqas`` app."""
     app.command("synth-rag")(synth_rag_cmd)
+    app.command("rag-diagnosis")(rag_diagnosis_cmd)
