@@ -48,11 +48,28 @@ def synth_rag_cmd(
     max_file_mb: Annotated[
         float, typer.Option("--max-file-mb", help="Larger files are skipped with a message.")
     ] = 50.0,
+    backend: Annotated[
+        str,
+        typer.Option("--backend", help="llm, offline or auto (auto: the LLM when one is configured, else offline)."),
+    ] = "auto",
+    max_rounds: Annotated[int, typer.Option("--max-rounds", help="LLM requests at most.")] = 20,
+    temperature: Annotated[float, typer.Option("--temperature", help="LLM sampling temperature.")] = 0.7,
+    base_url: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--base-url", help="OpenAI-compatible endpoint (env BQAS_LLM_BASE_URL)."),
+    ] = None,
+    model: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--model", help="Model name (env BQAS_JUDGE_MODEL)."),
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM cache.")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Generate a RAG test set with ground truth from documents (offline, extractive, filtered).
 
+    The offline generator is extractive and deterministic with --seed; --backend llm writes the same
+    items through the LLM (prompts in de/en/zh, every quoted sentence checked against its passage).
     Every item carries query, reference, reference_contexts (with reference_context_sources: chunk id,
     source, page, heading), available_facts, expected_concepts, language and kind; unanswerable items
     carry expected. Quality filters (language, near-copies, grounding, unanswerable-really, near-duplicates)
@@ -62,7 +79,7 @@ def synth_rag_cmd(
 
     Exit 0 when COUNT items were kept, 1 when fewer (the file holds what was kept), 2 on a usage error.
     """
-    from bqas.ragsynth.commands import parse_kinds, run_synth_rag
+    from bqas.ragsynth.commands import LLMChoice, parse_kinds, run_synth_rag
     from bqas.ragsynth.generate import SynthRagRequest
 
     try:
@@ -81,7 +98,8 @@ def synth_rag_cmd(
         dedup_threshold=threshold,
         max_bytes=int(max_file_mb * 1024 * 1024),
     )
-    run_synth_rag(request, out=out, progress=progress, as_json=as_json)
+    llm = LLMChoice(backend, base_url, model, no_cache, temperature, max_rounds)
+    run_synth_rag(request, out=out, progress=progress, as_json=as_json, llm=llm)
 
 
 def rag_diagnosis_cmd(

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,8 @@ def summary_json(report: SynthRagReport, out: Path) -> dict[str, Any]:
         "passages": report.passages,
         "unreadable": [{"file": u.source, "reason": u.reason} for u in report.unreadable],
         "other_language": report.other_language,
+        "llm_calls": report.llm_calls,
+        "error": report.error,
     }
 
 
@@ -84,7 +87,11 @@ def summary_text(report: SynthRagReport, out: Path) -> str:
         lines.append(f"  skipped {u.source}: {u.reason}")
     for src, lang in sorted(report.other_language.items()):
         lines.append(f"  skipped {src}: written in {lang}, not in the requested language")
-    if not report.complete:
+    if report.error:
+        lines.append(f"  stopped: {report.error}")
+    if report.llm_calls:
+        lines.append(f"  {report.llm_calls} LLM call(s)")
+    if not report.complete and not report.error:
         per_kind = ", ".join(f"{k} {n}" for k, n in report.candidates.items())
         lines.append(
             f"  short by {report.requested - report.kept}: the documents support no more items after the "
@@ -94,9 +101,30 @@ def summary_text(report: SynthRagReport, out: Path) -> str:
     return "\n".join(lines)
 
 
-def run_synth_rag(request: SynthRagRequest, *, out: Path, progress: bool, as_json: bool) -> None:
+@dataclass
+class LLMChoice:
+    """``--backend`` and the LLM options of the command."""
+
+    backend: str = "offline"
+    base_url: str | None = None
+    model: str | None = None
+    no_cache: bool = False
+    temperature: float = 0.7
+    max_rounds: int = 20
+
+
+def run_synth_rag(
+    request: SynthRagRequest, *, out: Path, progress: bool, as_json: bool, llm: LLMChoice | None = None
+) -> None:
     """Generate, write ``out`` atomically, print the summary; exit 1 when short of ``count``, 2 on bad input."""
+    from bqas.judging.factory import LLMOverrides, llm_config
     from bqas.settings import check_language, get_settings
+
+    llm = llm or LLMChoice()
+    if llm.backend not in ("auto", "llm", "offline"):
+        raise _fail(f"--backend: expected llm, offline or auto, got {llm.backend!r}")
+    if llm.max_rounds < 1:
+        raise _fail("--max-rounds must be at least 1")
 
     if not 1 <= request.count <= MAX_COUNT:
         raise _fail(f"--count must be between 1 and {MAX_COUNT}, got {request.count}")
@@ -117,11 +145,19 @@ def run_synth_rag(request: SynthRagRequest, *, out: Path, progress: bool, as_jso
         raise _fail(f"--language: {exc}") from None
     if out.exists() and out.is_dir():
         raise _fail(f"--out: {out} is a folder")
+    config = None
+    if llm.backend != "offline":
+        overrides = LLMOverrides(base_url=llm.base_url, model=llm.model, cache=False if llm.no_cache else None)
+        config = llm_config(get_settings(), overrides)
+        if config is None and llm.backend == "llm":
+            raise _fail(
+                "backend llm needs an LLM: set BQAS_LLM_BASE_URL and BQAS_JUDGE_MODEL or pass --base-url/--model"
+            )
 
     from bqas.offline.embeddings import default_embedder
 
     try:
-        report = _with_progress(request, default_embedder(), progress)
+        report = _with_progress(request, default_embedder(), progress, config, llm)
     except NoMaterialError as exc:
         raise _fail(str(exc)) from None
     write_atomic(out, report.records)
@@ -133,7 +169,9 @@ def run_synth_rag(request: SynthRagRequest, *, out: Path, progress: bool, as_jso
         raise typer.Exit(1)
 
 
-def _with_progress(request: SynthRagRequest, embedder: Any, progress: bool) -> SynthRagReport:
+def _with_progress(
+    request: SynthRagRequest, embedder: Any, progress: bool, config: Any, llm: LLMChoice
+) -> SynthRagReport:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from bqas.ragsynth.generate import synth_rag
@@ -142,4 +180,24 @@ def _with_progress(request: SynthRagRequest, embedder: Any, progress: bool) -> S
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, transient=True, disable=not show) as bar:
         task = bar.add_task("synth-rag", total=request.count)
-        return synth_rag(request, embedder, on_keep=lambda n: bar.advance(task, n))
+
+        def advance(n: int) -> None:
+            bar.advance(task, n)
+
+        if config is None:
+            return synth_rag(request, embedder, on_keep=advance)
+        import asyncio
+
+        from bqas.llm.client import LLMClient
+        from bqas.ragsynth.llm_generator import synth_rag_llm
+
+        config.temperature = llm.temperature
+        client = LLMClient(config)
+
+        async def go() -> SynthRagReport:
+            try:
+                return await synth_rag_llm(request, client, embedder, advance, max_rounds=llm.max_rounds)
+            finally:
+                await client.aclose()
+
+        return asyncio.run(go())

@@ -61,6 +61,9 @@ class SynthRagReport:
     unreadable: list[Unreadable]
     other_language: dict[str, str] = field(default_factory=dict)
     passages: int = 0
+    llm_calls: int = 0
+    #: Why generation stopped early (the LLM unreachable), None otherwise.
+    error: str | None = None
 
     @property
     def kept(self) -> int:

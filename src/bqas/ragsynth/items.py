@@ -16,7 +16,9 @@ DROP_REASONS: dict[str, str] = {
     "answerable": "an 'unanswerable' question that a passage of the documents may answer",
     "duplicate": "same text after normalisation as a kept question",
     "near_duplicate": "embedding too similar to a kept question",
-    "bad_structure": "an LLM item without query, reference and supporting sentences from its passage",
+    "bad_structure": "an LLM item that is not an object with kind, query, reference, supporting_sentences, "
+    "chunk_ids (of the passages shown) and expected_concepts",
+    "unsupported_quote": "an LLM item whose supporting sentences do not stand in its passages",
 }
 
 
