@@ -72,3 +72,17 @@ def test_long_sections_are_cut_between_sentences() -> None:
         assert len(p.text) <= 90 or len(p.sentences) == 1
     assert len({p.chunk_id for p in passages}) == len(passages)
     assert any(len(p.sentences) == 1 for p in passages) and any(len(p.sentences) > 1 for p in passages)
+
+
+def test_restructuredtext_titles_and_field_lists(tmp_path: Path) -> None:
+    rst = tmp_path / "pump.rst"
+    rst.write_text(
+        ".. _pump:\n\nPump P-7\n========\n\n:Weight: 12 kg\n:Power: 400 W\n\n"
+        "====== ====\nA      B\n====== ====\n\nThe pump is quiet.\n",
+        encoding="utf-8",
+    )
+    [section] = read_documents([rst]).sections
+    assert section.heading == "Pump P-7"
+    sentences = [s for p in chunk_sections([section]) for s in p.sentences]
+    # Field lists as "Key: value" lines, table rules dropped (the row text stays), the label left out.
+    assert sentences == ["Weight: 12 kg", "Power: 400 W", "A      B", "The pump is quiet."]

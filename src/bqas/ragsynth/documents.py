@@ -1,5 +1,6 @@
-"""Reading documents for ``bqas synth-rag``: Markdown, plain text, HTML and PDF, one :class:`Section` per
-heading (Markdown, HTML) or page (PDF), each with its source file, page and heading.
+"""Reading documents for ``bqas synth-rag``: Markdown, reStructuredText, plain text, HTML and PDF, one
+:class:`Section` per heading (Markdown, reStructuredText, HTML) or page (PDF), each with its source file,
+page and heading.
 
 A file that cannot be read is not fatal: it becomes an :class:`Unreadable` with the reason (binary, too
 large, a PDF without a text layer, encrypted …) and the other files go on.
@@ -14,10 +15,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 MARKDOWN = frozenset({".md", ".markdown"})
+RST = frozenset({".rst"})
 TEXT = frozenset({".txt", ".text"})
 HTML = frozenset({".html", ".htm"})
 PDF = frozenset({".pdf"})
-SUPPORTED = MARKDOWN | TEXT | HTML | PDF
+SUPPORTED = MARKDOWN | RST | TEXT | HTML | PDF
 #: Files above this size are refused (a 300-page manual as PDF is a few MB; larger is rarely text).
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
@@ -111,6 +113,8 @@ def read_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Sec
     text = _read_text(path)
     if suffix in MARKDOWN:
         yield from _markdown_sections(str(path), text)
+    elif suffix in RST:
+        yield from _rst_sections(str(path), text)
     elif suffix in HTML:
         yield from _html_sections(str(path), text)
     else:
@@ -175,6 +179,37 @@ def _markdown_sections(source: str, text: str) -> Iterator[Section]:
             continue
         lines.append(_markdown_line(raw))
     yield from flush()
+
+
+_RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+])\1{2,}\s*$")
+_RST_FIELD = re.compile(r"^:([^:]+):\s*(.*)$")
+_RST_TABLE_RULE = re.compile(r"^[=\s]+$|^[+\-=|\s]+$")
+
+
+def _rst_sections(source: str, text: str) -> Iterator[Section]:
+    """reStructuredText, lightly: underlined titles are headings, ``:Field: value`` becomes "Field: value"
+    (a paragraph of its own), directives (``.. x::``) and table rules are left out."""
+    lines = text.splitlines()
+    heading = ""
+    body: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.strip() and _RST_UNDERLINE.match(nxt) and len(nxt.strip()) >= len(line.strip()):
+            if any(b.strip() for b in body):
+                yield Section(source, None, heading, "\n".join(body).strip())
+            heading, body = line.strip(), []
+            i += 2
+            continue
+        if line.lstrip().startswith(".. ") or (line.strip() and _RST_TABLE_RULE.match(line)):
+            i += 1
+            continue
+        field = _RST_FIELD.match(line.strip())
+        body.extend(["", f"{field.group(1).strip()}: {field.group(2).strip()}", ""] if field else [line])
+        i += 1
+    if any(b.strip() for b in body):
+        yield Section(source, None, heading, "\n".join(body).strip())
 
 
 class _HTMLText(HTMLParser):

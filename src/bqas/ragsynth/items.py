@@ -39,6 +39,8 @@ class RagItem:
     tags: list[str] = field(default_factory=list)
     cues: tuple[str, ...] = ()
     topic: str = ""
+    #: Whether the question names its subject without the section (a "Key: value" row needs the heading).
+    standalone: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -23,6 +23,9 @@ from bqas.synth.typos import add_typos
 _ARTICLE_START = re.compile(r"^(Der|Die|Das|Den|Dem|Des|Ein|Eine|Einer|Jeder|Jede|Alle|The|A|An|Each|Every|All)\b")
 _QUESTION_WORD = re.compile(r"^(Wie|Was|Wer|Wann|Welche|Welcher|Welches|Bei|What|How|Who|When|Which)\b")
 _HEADING_NUMBER = re.compile(r"^\s*(?:第[一二三四五六七八九十\d]+[章节条]|\d+(?:\.\d+)*\.?|[IVX]+\.)\s*")
+# A number that is a quantity or date, not part of a name ("UTF-8", "MP3", "H2O" are not numbers).
+_QUANTITY = re.compile(r"(?<![A-Za-z\-_])\d")
+_LONG_NUMBER = re.compile(r"\d{5,}")
 _LATIN_WORD = re.compile(r"[A-Za-zÄÖÜäöüß][\w-]{3,}")
 #: Sentences outside this length are poor sources (fragments, or whole paragraphs without stops).
 MIN_SENTENCE, MAX_SENTENCE = 12, 260
@@ -82,11 +85,13 @@ def extractive_items(kind: Kind, passages: Sequence[Passage], language: str) -> 
                     continue
                 groups = {k: (v or "") for k, v in m.groupdict().items()}
                 answer = groups["answer"]
-                if kind.requires_digit != bool(re.search(r"\d", answer)):
+                if kind.requires_digit != bool(_QUANTITY.search(answer)):
                     continue
                 if "{heading}" in pattern.question and not topic:
                     continue
                 subject = subject_in_question(groups.get("subject", ""))
+                if _LONG_NUMBER.search(subject):
+                    continue  # "the last 781265 samples": such a number in the subject makes a poor question
                 query = pattern.question.format(
                     subject=subject, verb=groups.get("verb", ""), noun=groups.get("noun", ""), heading=topic
                 )
@@ -103,6 +108,7 @@ def extractive_items(kind: Kind, passages: Sequence[Passage], language: str) -> 
                         answer=answer.strip(" .。"),
                         key=sentence,
                         topic=subject,
+                        standalone="{heading}" not in pattern.question,
                     )
                 )
                 break
@@ -157,6 +163,7 @@ def multi_passage_items(
     at least :data:`MIN_SUBJECT_OVERLAP`): "how do A and B differ?" (same unit) or "what holds for A and for
     B?" needs both passages."""
     both = kind.both or {}
+    numbers = [n for n in numbers if n.standalone]  # "A and B" must name A and B without their sections
     out: list[RagItem] = []
     for i, a in enumerate(numbers):
         for b in numbers[i + 1 :]:
