@@ -34,6 +34,8 @@ class SentencePattern:
 
     match: re.Pattern[str]
     question: str
+    #: Fewest content words the subject needs ("What is the data?" names nothing in particular).
+    min_subject_words: int = 0
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ def parse_kind(data: Any, where: str) -> Kind:
                 raise KindFileError(f"{at}.match: {exc}") from None
             if "answer" not in rx.groupindex:
                 raise KindFileError(f"{at}.match: needs a group named answer")
-            compiled.append(SentencePattern(rx, str(item["question"])))
+            compiled.append(SentencePattern(rx, str(item["question"]), int(item.get("min_subject_words") or 0)))
         patterns[lang] = tuple(compiled)
     templates: dict[str, tuple[Template, ...]] = {}
     for lang, items in _per_language(data.get("templates"), f"{where}: templates").items():

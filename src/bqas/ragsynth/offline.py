@@ -64,6 +64,10 @@ def concepts_of(subject: str, answer: str, language: str) -> list[str]:
     return list(dict.fromkeys(terms))[:6]
 
 
+def _content_words(text: str) -> list[str]:
+    return [w for w in _LATIN_WORD.findall(text) if w.casefold() not in STOPWORDS]
+
+
 def _usable(sentence: str) -> bool:
     # Chinese says in 8 characters what German needs 12+ letters for.
     least = MIN_SENTENCE_CJK if CJK_RE.search(sentence) else MIN_SENTENCE
@@ -90,6 +94,8 @@ def extractive_items(kind: Kind, passages: Sequence[Passage], language: str) -> 
                 if "{heading}" in pattern.question and not topic:
                     continue
                 subject = subject_in_question(groups.get("subject", ""))
+                if len(_content_words(subject)) < pattern.min_subject_words:
+                    continue
                 if _LONG_NUMBER.search(subject):
                     continue  # "the last 781265 samples": such a number in the subject makes a poor question
                 query = pattern.question.format(
