@@ -79,6 +79,8 @@ class QualityFilters:
     _ctx: Any = field(init=False, default=None)
     _passage_vectors: Any = field(init=False, default=None)
     _sentence_vectors: Any = field(init=False, default=None)
+    _texts: list[str] | None = field(init=False, default=None)
+    _stems: list[set[str]] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self._dedup = NearDuplicateFilter(self.embedder, self.dedup_threshold)
@@ -113,15 +115,22 @@ class QualityFilters:
         return isinstance(prob, str) or not prob.rejects
 
     def answerable(self, item: RagItem, top_k: int = 3) -> bool:
-        """Whether a passage may answer an "unanswerable" question: one of the ``top_k`` passages nearest
-        to the question (embeddings, over every passage read) holds one of the template's cues, or any
-        passage names the item's topic together with a cue."""
+        """Whether a passage may answer an "unanswerable" question: any passage names the item's topic
+        together with one of the template's cues, or one of the ``top_k`` passages nearest to the question
+        (embeddings, over every passage read) holds a cue."""
         if not item.cues:
             return self._near_a_passage(item.query)
         topic = set(content_stems(item.topic))
         if not topic:
             return True
-        texts = [f"{p.heading}\n{p.text}".casefold() for p in self.passages]
+        if self._texts is None:
+            # Once per run: the passages casefolded (cue search) and their content stems (topic search).
+            self._texts = [f"{p.heading}\n{p.text}".casefold() for p in self.passages]
+            self._stems = [set(content_stems(f"{p.heading} {p.text}")) for p in self.passages]
+        texts, stems = self._texts, self._stems
+        for text, held in zip(texts, stems, strict=True):
+            if topic & held and any(cue in text for cue in item.cues):
+                return True
         if self.embedder is not None and self.passages:
             import numpy as np
 
@@ -131,11 +140,6 @@ class QualityFilters:
             for i in np.argsort(-sims)[:top_k]:
                 if any(cue in texts[int(i)] for cue in item.cues):
                     return True
-        for passage, text in zip(self.passages, texts, strict=True):
-            if any(cue in text for cue in item.cues) and topic & set(
-                content_stems(f"{passage.heading} {passage.text}")
-            ):
-                return True
         return False
 
     def _near_a_passage(self, query: str) -> bool:
