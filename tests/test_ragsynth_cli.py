@@ -67,6 +67,7 @@ def test_usage_errors_exit_2_and_write_nothing(tmp_path: Path) -> None:
         (["--docs", str(DOCS / "de"), "-n", "1000000"], "--count must be between 1"),
         (["--docs", str(DOCS / "de"), "--kinds", "fact,riddle"], "unknown kind(s) riddle"),
         (["--docs", str(DOCS / "de"), "-l", "fr"], "--language"),
+        (["--docs", str(DOCS / "de"), "--persona", "pilot"], "unknown persona 'pilot'"),
         (["--docs", str(big), "--max-file-mb", "0.001"], "over the limit"),
     ]
     for args, message in cases:

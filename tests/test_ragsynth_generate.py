@@ -160,3 +160,19 @@ def test_summary_counts_the_drops(tmp_path: Path) -> None:
     report = synth_rag(request, default_embedder())
     assert report.dropped.get("near_copy", 0) > 0
     assert sum(report.kept_per_kind.values()) == report.kept
+
+
+def test_a_persona_changes_the_wording_not_the_content() -> None:
+    from bqas.ragsynth.kinds import load_kinds
+
+    plain = {r["reference"]: r["query"] for r in _run("en", kinds=("fact", "number"))}
+    asked = _run("en", kinds=("fact", "number"), persona="technician")
+    openers = load_kinds()["paraphrase"].personas["technician"]["en"]  # type: ignore[index]
+    prefixes = [o.split("{q}")[0] for o in openers]
+    assert asked and all("persona:technician" in r["tags"] for r in asked)  # type: ignore[operator]
+    for r in asked:
+        query = str(r["query"])
+        prefix = next(p for p in prefixes if query.startswith(p))
+        body = query.removeprefix(prefix)
+        # The same question about the same reference, behind the technician's opener.
+        assert body[:1].upper() + body[1:] == plain[r["reference"]]

@@ -35,6 +35,10 @@ def synth_rag_cmd(
         Optional[int],  # noqa: UP045
         typer.Option("--seed", help="Random seed (the offline generator is deterministic with it)."),
     ] = None,
+    persona: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--persona", help="Who asks: teacher, student or technician (changes wording, not content)."),
+    ] = None,
     typos: Annotated[
         bool, typer.Option("--typos", help="Typing errors in the paraphrased questions (German, English).")
     ] = False,
@@ -94,6 +98,7 @@ def synth_rag_cmd(
         kinds=chosen,
         seed=seed,
         typos=typos,
+        persona=persona,
         max_overlap=max_overlap,
         dedup_threshold=threshold,
         max_bytes=int(max_file_mb * 1024 * 1024),

@@ -134,6 +134,12 @@ def run_synth_rag(
         raise _fail("--threshold must be in (0, 1]")
     if request.max_bytes < 1:
         raise _fail("--max-file-mb must be positive")
+    if request.persona is not None:
+        from bqas.ragsynth.kinds import load_kinds
+
+        known = sorted(load_kinds()["paraphrase"].personas or {})
+        if request.persona not in known:
+            raise _fail(f"--persona: unknown persona {request.persona!r}; known: {', '.join(known)}")
     if not request.docs:
         raise _fail("--docs: name a folder or files")
     missing = [str(p) for p in request.docs if not p.exists()]

@@ -27,6 +27,7 @@ from bqas.ragsynth.offline import (
     operator_items,
     paraphrase_items,
     unanswerable_items,
+    with_persona,
 )
 
 
@@ -45,6 +46,8 @@ class SynthRagRequest:
     grounding: bool = True
     max_bytes: int = DEFAULT_MAX_BYTES
     max_chars: int = DEFAULT_MAX_CHARS
+    #: Who asks (teacher, student, technician: the personas of the paraphrase kind's file), or None.
+    persona: str | None = None
 
 
 @dataclass
@@ -114,6 +117,10 @@ def candidate_pools(
     pools["multi_passage"] = multi_passage_items(kinds["multi_passage"], numbers, lang, rng)
     pools["unanswerable"] = unanswerable_items(kinds["unanswerable"], mine, lang)
     pools["operator"] = operator_items(kinds["operator"], mine, lang, rng)
+    if request.persona is not None:
+        openers = ((kinds["paraphrase"].personas or {})[request.persona]).get(lang, ())
+        colloquial = [o.split("{q}")[0] for o in (kinds["paraphrase"].openers or {}).get(lang, ())]
+        pools = {k: with_persona(v, openers, request.persona, rng, colloquial) for k, v in pools.items()}
     out: dict[str, list[RagItem]] = {}
     for name in request.kinds:
         pool = list(pools.get(name, []))

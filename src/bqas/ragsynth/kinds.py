@@ -61,6 +61,8 @@ class Kind:
     reference: dict[str, str] | None = None
     replace: dict[str, dict[str, str]] | None = None
     openers: dict[str, tuple[str, ...]] | None = None
+    #: persona -> language -> openers (``--persona``).
+    personas: dict[str, dict[str, tuple[str, ...]]] | None = None
     material: tuple[str, ...] = ()
 
 
@@ -118,6 +120,12 @@ def parse_kind(data: Any, where: str) -> Kind:
                 re.compile(rule)
             except re.error as exc:
                 raise KindFileError(f"{where}: replace.{lang}: {rule!r}: {exc}") from None
+    personas: dict[str, dict[str, tuple[str, ...]]] = {}
+    for persona, per_lang in (data.get("personas") or {}).items():
+        personas[str(persona)] = {
+            k: tuple(str(q) for q in v or ())
+            for k, v in _per_language(per_lang, f"{where}: personas.{persona}").items()
+        }
     reference = {k: str(v) for k, v in _per_language(data.get("reference"), f"{where}: reference").items()}
     return Kind(
         name=data["name"],
@@ -130,6 +138,7 @@ def parse_kind(data: Any, where: str) -> Kind:
         reference=reference or None,
         replace=replace or None,
         openers=openers or None,
+        personas=personas or None,
         material=tuple(str(m).casefold() for m in data.get("material") or ()),
     )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from bqas.offline.operators import load_operators
 from bqas.offline.text.stopwords import STOPWORDS
@@ -282,4 +283,30 @@ def operator_items(kind: Kind, passages: Sequence[Passage], language: str, rng: 
                 },
             )
         )
+    return out
+
+
+def with_persona(
+    items: Sequence[RagItem],
+    openers: Sequence[str],
+    persona: str,
+    rng: random.Random,
+    colloquial: Sequence[str] = (),
+) -> list[RagItem]:
+    """The items asked by ``persona``: an opener of theirs before each question (operator tasks stay as
+    they are: an exam task has no asker). What is asked, and every ground-truth field, stays the same;
+    ``colloquial`` are the paraphrase openers' fixed parts, replaced rather than stacked."""
+    out: list[RagItem] = []
+    for item in items:
+        if item.kind == "operator" or not openers:
+            out.append(item)
+            continue
+        query = item.query
+        body = query[:1].lower() + query[1:] if _QUESTION_WORD.match(query) else query
+        for opener in colloquial:  # a paraphrase's own opener gives way to the persona's
+            if opener and body.startswith(opener):
+                body = body.removeprefix(opener)
+                body = body[:1].lower() + body[1:] if _QUESTION_WORD.match(body) else body
+                break
+        out.append(replace(item, query=rng.choice(openers).format(q=body), tags=[*item.tags, f"persona:{persona}"]))
     return out
