@@ -15,7 +15,12 @@ import typer
 def synth_rag_cmd(
     docs: Annotated[
         list[Path],
-        typer.Option("--docs", "-d", help="Folder or file of documents (.md, .txt, .html, .pdf); repeatable."),
+        typer.Option(
+            "--docs",
+            "-d",
+            metavar="DIR_OR_FILE",
+            help="Folder or file of documents (.md, .rst, .txt, .html, .pdf); repeatable.",
+        ),
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="JSONL test set to write.")],
     count: Annotated[int, typer.Option("--count", "-n", help="How many items to keep.")] = 50,
