@@ -17,6 +17,7 @@ EAGER_ORDER = (
     "bqas.cli.main",
     "bqas.cli.calibrate",
     "bqas.cli.synth",
+    "bqas.cli.synth_rag",
     "bqas.cli.serve",
     "bqas.cli.prompts",
     "bqas.cli.review",

@@ -13,7 +13,14 @@ from bqas.demo.assistant import build_app, understand
 from target_support import ServedApp, records
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ("voice_de_target", "voice_de_openai_target", "school_rag_dify_target", "voice_de_python_target")
+EXAMPLES = (
+    "voice_de_target",
+    "voice_de_openai_target",
+    "school_rag_dify_target",
+    "voice_de_python_target",
+    "docs_rag_synth_de",
+    "docs_rag_synth_zh",
+)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

@@ -43,6 +43,16 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "bqas.cli.synth",
         "Evaluate intent classification on a labelled set: accuracy, macro-F1, per intent, confusion matrix.",
     ),
+    (
+        "synth-rag",
+        "bqas.cli.synth_rag",
+        "Generate a RAG test set with ground truth from documents (offline, extractive, filtered).",
+    ),
+    (
+        "rag-diagnosis",
+        "bqas.cli.synth_rag",
+        "Context recall per question kind of a run over a synth-rag set (retrieval vs answer failures).",
+    ),
     ("serve", "bqas.cli.serve", "Start the scoring service (FastAPI under uvicorn) with an in-process job worker."),
     (
         "worker",

@@ -148,6 +148,9 @@ def build_app(latency_ms: float = 0.0) -> Any:
     app.router.add_post("/v1/chat/completions", openai)
     app.router.add_post("/v1/chat-messages", dify)
     app.router.add_get("/healthz", healthz)
+    from bqas.demo.docs_rag import add_docs_routes
+
+    add_docs_routes(app)  # /docs/v1/chat-messages: answers from the demo's own document folder
     return app
 
 

@@ -1,0 +1,1 @@
+"""RAG test sets from a team's own documents (``bqas synth-rag``): read, chunk, generate, filter."""
