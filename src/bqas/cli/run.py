@@ -594,6 +594,7 @@ def compare(
                     "matched": result.matched,
                     "only_a": result.only_a,
                     "only_b": result.only_b,
+                    "removed_samples": result.removed,
                     "dimensions": [d.__dict__ for d in result.dimensions],
                     "changes": result.changes,
                     "regressions": regressed,
@@ -615,7 +616,7 @@ def compare(
         console.print(table)
         console.print(
             f"verdict changes: {len(result.changes)} ({len(result.worse)} worse); "
-            f"only in A: {result.only_a}, only in B: {result.only_b}"
+            f"only in A: {result.only_a}, only in B: {result.only_b}; samples removed: {len(result.removed)}"
         )
         for change in result.changes[:50]:
             console.print(console_text(f"  {change['key']}: {change['from']} → {change['to']} ({change['direction']})"))

@@ -180,7 +180,7 @@ def _comparison_lines(baseline: str, result: Comparison, regressions: list[str])
     out += [
         "",
         f"Verdict changes: {len(result.changes)} ({len(result.worse)} worse) · only in A: {result.only_a} · "
-        f"only in B: {result.only_b}",
+        f"only in B: {result.only_b} · samples removed: {len(result.removed)}",
     ]
     changes = sorted(result.changes, key=lambda c: c["direction"] != "worse")[:CHANGES_N]
     if changes:

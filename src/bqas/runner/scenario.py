@@ -90,6 +90,11 @@ class Thresholds(BaseModel):
     max_judge_errors: int | None = Field(default=None, ge=0)
     # The assistant's own latency: the 95th percentile of its answering times, in milliseconds.
     max_target_p95_ms: float | None = Field(default=None, gt=0)
+    # Against a baseline (a pull request's base branch, `bqas ci-summary --baseline`): samples of the
+    # baseline that this run no longer has. Unset means 0, so deleting the failing samples is a finding;
+    # the ids in allow_removed_samples may go without counting.
+    max_removed_samples: int | None = Field(default=None, ge=0)
+    allow_removed_samples: list[str] = Field(default_factory=list)
     dimensions: dict[str, float] = Field(default_factory=dict)
 
     @field_validator("max_unscored")
