@@ -291,11 +291,12 @@ def run_scenario(
     )
     from bqas.cli.review_notes import ReviewNotes, held_review_notes, print_review_notes
     from bqas.runner.execute import RunFailed
+    from bqas.runner.interrupt import exit_code_of, sigterm_as_interrupt
 
     notes = ReviewNotes()  # the review loop's categories and alerts: summarised after the run
     try:
         store = _store()
-        with held_review_notes(notes):
+        with sigterm_as_interrupt(), held_review_notes(notes):
             try:
                 outcome = execute(request, get_settings(), store)
             finally:
@@ -312,11 +313,13 @@ def run_scenario(
         print_review_notes(notes)
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        print_review_notes(notes)
-        which = started[0] if started else "<run id>"
-        typer.echo(f"\ninterrupted: resume with `bqas run --resume {which}`", err=True)
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as stop:
+        # One line (no traceback): what was stored and the exact command that goes on from there.
+        if started:
+            typer.echo(_interrupted_line(store, started[0]), err=True)
+        else:
+            typer.echo("interrupted before the run started: nothing was stored", err=True)
+        raise typer.Exit(exit_code_of(stop)) from None
     except Exception as exc:  # the store or the output files, outside the results writer
         if _store_or_disk_failure(exc) is None:
             raise
@@ -547,6 +550,15 @@ def show_run(run_id: str, as_json: bool) -> None:
     )
     if display_status(run) == "interrupted":
         typer.echo(f"interrupted: resume with `bqas run --resume {run.id}`")
+
+
+def _interrupted_line(store: Any, run_id: str) -> str:
+    try:
+        run = store.get_run(run_id)
+        stored = f"{store.count_results(run_id)} of {run.total} results stored; " if run is not None else ""
+    except Exception:  # the store's trouble is not what is reported here
+        stored = ""
+    return f"interrupted: {stored}resume with `bqas run --resume {run_id}`"
 
 
 def compare(
