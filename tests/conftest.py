@@ -24,6 +24,10 @@ os.environ.setdefault("BQAS_EMBEDDER", "hashing")
 # Model arrays cached by tests go to a folder of this session, never the user's cache (removed at exit).
 os.environ["BQAS_MODEL_CACHE"] = tempfile.mkdtemp(prefix="bqas-test-models-")
 atexit.register(shutil.rmtree, os.environ["BQAS_MODEL_CACHE"], ignore_errors=True)
+# The store of a test that sets none (the bqas_home fixture does) is this session's, never the project's
+# .bqas/ nor the user's store (both are found from the working folder otherwise; removed at exit).
+os.environ["BQAS_HOME"] = tempfile.mkdtemp(prefix="bqas-test-home-")
+atexit.register(shutil.rmtree, os.environ["BQAS_HOME"], ignore_errors=True)
 # Worker threads for the offline tier unless a test chooses otherwise: many tests start services and runs,
 # and each would start worker processes. The process path has its own tests (test_offline_processes.py).
 os.environ.setdefault("BQAS_OFFLINE_POOL", "threads")

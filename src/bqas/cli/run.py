@@ -495,6 +495,7 @@ def list_runs(limit: int, as_json: bool, verbose: bool = False) -> None:
     for cells in cells_of:
         table.add_row(*(colour.get(cells[n], cells[n]) if n == "gate" else cells[n] for n in names))
     console.print(table)
+    console.print(_store_line(), soft_wrap=True, markup=False)
     for row in rows:
         if "resume" in row:
             console.print(f"interrupted: {row['id']} — resume with `{row['resume']}`", soft_wrap=True, markup=False)
@@ -510,6 +511,16 @@ def list_runs(limit: int, as_json: bool, verbose: bool = False) -> None:
         for cat in categories:
             line = f"  {cat.first_seen[:19]}  {cat.tenant}/{cat.judge}: {cat.category}  (e.g. {cat.response_id})"
             console.print(console_text(line))  # ids are untrusted text
+
+
+def _store_line() -> str:
+    """Which store a listing reads, and why that one (BQAS_HOME, the project's .bqas/, the user's)."""
+    from bqas.settings import get_settings, home_origin
+    from bqas.store.db import store_name
+    from bqas.textsafe import printable
+
+    settings = get_settings()
+    return f"store: {printable(store_name(settings.resolved_database_url()))} ({home_origin(settings)})"
 
 
 def show_run(run_id: str, as_json: bool) -> None:
