@@ -54,7 +54,7 @@ def print_summary(
         f"{summary['completion_tokens']} · cache hits {summary['cache_hits']} · cost "
         + (f"${cost:.4f}" if cost is not None else "n/a (no price configured)")
     )
-    from bqas.runner.summary import timing_text, unscored_lines
+    from bqas.runner.summary import gate_result_text, timing_text, unscored_lines
 
     for line in unscored_lines(summary.get("unscored_reasons") or []):
         console.print(line, markup=False)
@@ -68,9 +68,8 @@ def print_summary(
         for col in ("gate", "expected", "actual", "result"):
             th.add_column(col)
         for t in thresholds:
-            th.add_row(
-                t["name"], str(t["expected"]), str(t["actual"]), "[green]met[/]" if t["passed"] else "[red]MISSED[/]"
-            )
+            result = "[green]met[/]" if t["passed"] else f"[red]{gate_result_text(t)}[/]"
+            th.add_row(t["name"], str(t["expected"]), "–" if t["actual"] is None else str(t["actual"]), result)
         console.print(th)
     if summary.get("trust"):
         _print_trust(console, summary["trust"], profiles or [])
@@ -338,6 +337,10 @@ def run_scenario(
     _say_where_escalations_went(store, outcome.run_id)
     print_review_notes(notes, verbose)
     summary = outcome.summary
+    if summary.target_error_results or summary.unscored or summary.judge_errors:
+        from bqas.cli.problems import print_problems
+
+        print_problems(store, outcome.run_id, kinds=("target_error", "unscored", "judge_error"))
     if summary.invalid:
         _print_invalid(summary, outcome.source, outcome.out_dir / "results.jsonl")
     if summary.invalid == summary.samples:
@@ -523,11 +526,12 @@ def _store_line() -> str:
     return f"store: {printable(store_name(settings.resolved_database_url()))} ({home_origin(settings)})"
 
 
-def show_run(run_id: str, as_json: bool) -> None:
+def show_run(run_id: str, as_json: bool, errors: bool = False) -> None:
     from bqas.runner.lease import display_status
     from bqas.runner.run import settled_records
     from bqas.runner.scenario import Thresholds
     from bqas.runner.summary import check_thresholds, summarize
+    from bqas.textsafe import printable
 
     store = _store()
     run = store.find_run(run_id)
@@ -559,6 +563,12 @@ def show_run(run_id: str, as_json: bool) -> None:
         [t.as_dict() for t in thresholds],
         f"run {run.id} — {run.scenario} ({display_status(run)}, {done}/{run.total})",
     )
+    if errors:
+        from bqas.cli.problems import problem_lines
+
+        lines = problem_lines(settled_records(store, run.id), run.id, limit=None)
+        for line in lines or ["no target error, unscored result, judging error or invalid sample"]:
+            typer.echo(printable(line))  # sample ids and reasons are data
     if display_status(run) == "interrupted":
         typer.echo(f"interrupted: resume with `bqas run --resume {run.id}`")
 

@@ -77,10 +77,7 @@ def run_markdown(
         out += ["", "### Thresholds", ""]
         out += _table(
             ["gate", "expected", "actual", "result"],
-            [
-                [md(t["name"]), _num(t["expected"]), _num(t["actual"]), "met" if t["passed"] else "**MISSED**"]
-                for t in thresholds
-            ],
+            [[md(t["name"]), _num(t["expected"]), _num(t["actual"]), _gate_cell(t)] for t in thresholds],
         )
     dims = summary.get("dimensions", {})
     comp = summary.get("composite", {})
@@ -163,6 +160,12 @@ def _why(record: Mapping[str, Any]) -> str:
         return str(record["errors"][0])
     reasons = record.get("escalation_reasons") or []
     return "; ".join(str(r) for r in reasons) or str(record.get("reasoning") or "")
+
+
+def _gate_cell(gate: Mapping[str, Any]) -> str:
+    if gate.get("passed"):
+        return "met"
+    return f"**MISSED** ({md(gate['note'])})" if gate.get("note") else "**MISSED**"
 
 
 def _comparison_lines(baseline: str, result: Comparison, regressions: list[str]) -> list[str]:

@@ -113,6 +113,7 @@ def _run_meta(
             "unscored": summary.unscored,
             "invalid": summary.invalid,
             "judge_errors": summary.judge_errors,
+            "target_errors": summary.target_error_results,
             "llm_calls": summary.llm_calls,
             "prompt_tokens": summary.prompt_tokens,
             "completion_tokens": summary.completion_tokens,
