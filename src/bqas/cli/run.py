@@ -99,17 +99,22 @@ def target_line(target: dict[str, Any]) -> str:
 _DIMENSIONS_FULL_WIDTH = 120
 
 
-def summary_console() -> Any:
-    """The console of a run's summary: a terminal's width; in a CI log 150 columns, so that dimension
-    names are not cut, unless COLUMNS says otherwise."""
+def plain_console() -> Any:
+    """A console of the terminal's width; in a pipe or a CI log 80 columns unless COLUMNS says otherwise
+    (the tables are laid out to fit 80)."""
     import os
 
     from rich.console import Console
 
     console = Console()
     if not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
-        console = Console(width=150)
+        console = Console(width=80)
     return console
+
+
+def summary_console() -> Any:
+    """The console of a run's summary (see plain_console)."""
+    return plain_console()
 
 
 def dimensions_table(summary: dict[str, Any], width: int) -> Any:
@@ -434,7 +439,6 @@ _VERDICT_SHORT = {"production_ready": "ready", "needs_review": "review", "failed
 
 def list_runs(limit: int, as_json: bool, verbose: bool = False) -> None:
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
     from bqas.review.categories import new_categories
@@ -466,7 +470,7 @@ def list_runs(limit: int, as_json: bool, verbose: bool = False) -> None:
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    console = Console()
+    console = plain_console()
     wide = console.width >= _RUNS_VERDICTS_WIDTH
     cells_of: list[dict[str, str]] = []
     for row in rows:
@@ -483,10 +487,30 @@ def list_runs(limit: int, as_json: bool, verbose: bool = False) -> None:
         cells_of.append(cells)
     names = ["id", "scenario", "status", "n", "pass", "gate", *(["verdicts"] if wide else []), "started"]
     widths = {n: max([len(n), *(len(c[n]) for c in cells_of)]) for n in names}
-    # No vertical rules and no edge: the columns fit 80 characters. Ids stay whole (people copy them);
-    # the scenario name gets what is left and ends in "…" when it is longer.
-    table = Table(title="runs", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    left = console.width - sum(w for n, w in widths.items() if n != "scenario") - 3 * (len(names) - 1)
+    # No vertical rules and no edge, two spaces between columns: the columns fit 80 characters. Ids stay
+    # whole (people copy them), and so does the start time; where the scenario names do not fit, the
+    # least useful columns go first (the sample count, then the pass rate: `bqas show` has both), else
+    # the scenario name is shortened with "…".
+    gap = 2
+
+    def room(columns: list[str]) -> int:
+        return int(console.width) - sum(widths[n] for n in columns if n != "scenario") - gap * (len(columns) - 1)
+
+    # Only where that lets the names fit whole; else every column stays and the names are shortened.
+    for dropped in (["n"], ["n", "pass"]):
+        fewer = [n for n in names if n not in dropped]
+        if room(names) < widths["scenario"] <= room(fewer):
+            names = fewer
+            break
+    table = Table(
+        # SIMPLE_HEAD draws a blank between columns: with one space of padding that is the gap of two.
+        title="runs",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, gap - 1, 0, 0),
+    )
+    left = room(names)
     for name in names:
         if name == "scenario":
             table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=max(8, left))
