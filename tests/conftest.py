@@ -17,8 +17,16 @@ from bqas.testing.scripted_llm import Reply, ScriptedLLM
 if TYPE_CHECKING:
     from bqas.llm.local import LocalEngine
 
-# Tests never use a real LLM endpoint or a user's settings.
-for _var in ("BQAS_LLM_BASE_URL", "BQAS_JUDGE_MODEL", "BQAS_LLM_API_KEY", "BQAS_DATABASE_URL", "BQAS_POLICY_FILE"):
+# Tests never use a real LLM endpoint or a user's settings. CI (set by CI systems) shortens the console
+# output of runs; the tests that look at it set it themselves.
+for _var in (
+    "BQAS_LLM_BASE_URL",
+    "BQAS_JUDGE_MODEL",
+    "BQAS_LLM_API_KEY",
+    "BQAS_DATABASE_URL",
+    "BQAS_POLICY_FILE",
+    "CI",
+):
     os.environ.pop(_var, None)
 os.environ.setdefault("BQAS_EMBEDDER", "hashing")
 # Model arrays cached by tests go to a folder of this session, never the user's cache (removed at exit).

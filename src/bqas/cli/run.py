@@ -409,11 +409,12 @@ def _print_invalid(summary: Any, source: str, results: Path) -> None:
 
 def _say_where_escalations_went(store: Store, run_id: str) -> None:
     """Tell the user where this run's escalations are and how to look at them."""
+    from bqas.cli.review_notes import in_ci
     from bqas.review.queue import open_count, source_counts
     from bqas.review.settings import get_review_settings
 
     review = get_review_settings()
-    if not review.review:
+    if not review.review or in_ci():
         return
     counts = source_counts(store, review.local_tenant, run_id)
     mine, again = counts["open"], counts["duplicate"]

@@ -262,7 +262,7 @@ def load_scenario(path: Path, *, allow_dataset_outside: bool = False) -> Scenari
         if judge not in registry.names():
             raise ScenarioError(
                 f"{path}:{_line_for(lines, ('judges', i))}: judges[{i}]: unknown judge {judge!r}; "
-                f"known: {', '.join(registry.names())}"
+                f"known: {', '.join(registry.grader_names())}"
             )
         if registry.get(judge).kind == "generator":
             raise ScenarioError(
