@@ -145,8 +145,9 @@ def invalid_record(
 
 
 def target_error_record(run_id: str, work: WorkItem, reason: str, language: str | None) -> dict[str, Any]:
-    """The record of a sample the assistant under test gave no usable answer for (``target_error``)."""
-    record = invalid_record(run_id, work, reason, language, {})
+    """The record of a sample the assistant under test gave no usable answer for (``target_error``); its
+    inputs are the sample's fields as the dataset gives them (what the assistant was asked)."""
+    record = invalid_record(run_id, work, reason, language, dict(work.item.data))
     record["status"] = "target_error"
     record["target_error"] = reason
     return record

@@ -459,6 +459,7 @@ def viewer_router(
             confidence=confidence,
             expected=record.get("expected") if isinstance(record.get("expected"), Mapping) else None,
             inputs=record.get("inputs") if isinstance(record.get("inputs"), Mapping) else {},
+            earlier=query.earlier_turns(store, run.id, str(record.get("sample_id") or "")),
             other=other,
             cjk=cjk,
             llm=llm,
