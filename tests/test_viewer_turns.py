@@ -68,3 +68,32 @@ def test_target_error_inputs_and_earlier_turns_are_shown(tmp_path: Path, bqas_ho
         assert "Notenabgabe" not in earlier  # this turn itself is below, under Inputs
         first = client.get(f"/review/runs/{run_id.group(1)}/results/conv%230").text
         assert 'id="earlier-turns"' not in first
+
+
+def test_compare_shows_both_answers_with_their_verdicts_side_by_side(bqas_home: Path) -> None:
+    store = open_store()
+    answers = {"r-a": "Ich erinnere dich morgen an die Konferenz.", "r-b": "Ich erinnere dich um 8 Uhr an die Party."}
+    verdicts = {"r-a": "production_ready", "r-b": "needs_review"}
+    for run_id in ("r-a", "r-b"):
+        store.create_run(run_id, "compare-test", {"judges": ["voice"]}, total=1)
+        record = {
+            "run_id": run_id,
+            "sample_id": "s1",
+            "judge": "voice",
+            "status": "scored",
+            "verdict": verdicts[run_id],
+            "composite_score": 90.0 if run_id == "r-a" else 60.0,
+            "dimensions": {},
+            "inputs": {"user_input": "Erinnere mich morgen an die Konferenz", "response": answers[run_id]},
+        }
+        store.add_results(run_id, [("s1::voice", 0, record)])
+        store.update_run(run_id, status="done")
+    local = LocalReview(store, ReviewSettings())
+    with ServiceServer(local.app) as server, httpx.Client(base_url=server.base_url) as client:
+        client.get(local.start_path)
+        page = client.get("/review/runs/compare", params={"a": "r-a", "b": "r-b"}).text
+    row = page.split('id="answers-1"', 1)[1].split("</tr>", 1)[0]
+    cell_a, cell_b = row.split('class="answer-b"', 1)
+    assert "answer A (production_ready)" in cell_a and answers["r-a"] in cell_a
+    assert "answer B (needs_review)" in cell_b and answers["r-b"] in cell_b
+    assert "<del>morgen</del>" in page and "<ins>um 8 Uhr</ins>" in page  # the text difference
