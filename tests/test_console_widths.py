@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from bqas.cli.main import app
@@ -60,3 +61,22 @@ def test_rates_are_items_over_elapsed_time() -> None:
     assert rate_and_eta(96, 0, 12.0) == ("8.0/s", "0:00:00")  # 96 results in one batch after 12 s
     assert rate_and_eta(10, 30, 5.0) == ("2.0/s", "0:00:15")
     assert rate_and_eta(0, 30, 5.0) == ("–", "–")
+
+
+def test_a_slow_step_says_what_it_is_doing_and_a_quick_one_stays_quiet(capsys: pytest.CaptureFixture[str]) -> None:
+    import threading
+
+    from bqas.cli.steps import slow_step
+
+    seen = ""
+    with slow_step("fitting the classifier", after=0.0, spinner=False):
+        # The step outlasts its threshold (0 s) until its line has appeared.
+        for _ in range(600):
+            seen += capsys.readouterr().err
+            if "…" in seen:
+                break
+            threading.Event().wait(0.05)
+    with slow_step("a quick step", after=3600.0, spinner=False):
+        pass
+    seen += capsys.readouterr().err
+    assert "fitting the classifier …" in seen and "a quick step" not in seen
