@@ -128,7 +128,7 @@ if [[ "${GITHUB_EVENT_NAME:-}" == pull_request* && -n "${GITHUB_BASE_REF:-}" && 
                 base_target=(--target "$(cd "$(dirname "$BQAS_TARGET")" && pwd)/$(basename "$BQAS_TARGET")")
             fi
             if [[ ${#reuse[@]} -gt 0 ]]; then
-                base_target=("${reuse[@]}") # the baseline's replies, not a call to the live assistant
+                base_target+=("${reuse[@]}") # the baseline's replies, not a call to the live assistant
                 echo "> Base side: the main branch's stored baseline run ${reuse[1]} (its replies reused, judged with the base branch's scenario)." >>"$summary_file"
             fi
             (cd "$base_tree" && BQAS_HOME="$home_abs" bqas run "$BQAS_SCENARIO" "${backend[@]}" "${base_target[@]}" \
