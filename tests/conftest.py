@@ -122,6 +122,7 @@ SLOW_TESTS = (
     "test_offline_processes.py::test_processes_give_the_same_results_as_threads",
     "test_ci_summary.py::test_action_script_on_a_pull_request_compares_with_the_base_branch",
     "test_doc_examples.py::test_doc_example_runs_as_written[README.md",
+    "test_ray_interrupt.py::",
 )
 
 
