@@ -72,3 +72,16 @@ def test_gates_that_nothing_could_measure_say_so(tmp_path: Path, bqas_home: Path
     assert "None" not in "".join(gate_rows)
     md = CliRunner().invoke(app, ["ci-summary", str(tmp_path / "o")]).output
     assert "| min\\_pass\\_rate | 0.50 | – | **MISSED** (not evaluated: nothing was scored) |" in md, md
+
+
+def test_a_gate_that_was_measured_is_missed_not_unevaluated() -> None:
+    from bqas.runner.scenario import Thresholds
+    from bqas.runner.summary import NOT_EVALUATED, check_thresholds, summarize
+
+    unscored = [{"status": "unscored", "judge": "voice", "unscored_reason": "no JSON"} for _ in range(4)]
+    gates = {g.name: g for g in check_thresholds(summarize(unscored), Thresholds(max_unscored=3, min_pass_rate=0.5))}
+    assert not gates["max_unscored"].passed and gates["max_unscored"].note is None  # 4 > 3: measured
+    assert not gates["min_pass_rate"].passed and gates["min_pass_rate"].note == NOT_EVALUATED  # no verdict at all
+    errors = [{"status": "target_error", "judge": "voice", "target_error": "HTTP 500"} for _ in range(2)]
+    gates = {g.name: g for g in check_thresholds(summarize(errors), Thresholds(max_unscored=3))}
+    assert gates["max_unscored"].note == NOT_EVALUATED  # nothing was judged

@@ -456,10 +456,14 @@ def check_thresholds(summary: RunSummary, thresholds: Thresholds) -> list[Thresh
     for key, minimum in thresholds.dimensions.items():
         at_least(f"dimension {key}", minimum, summary.dimension_mean(key))
     if summary.scored == 0:
-        # Nothing to measure is no pass: each gate on scores says so instead of a bare MISSED.
+        # Nothing scored: a gate that is missed only for that reason (no value to compare, no result
+        # judged at all) says so instead of a bare MISSED.
+        judged = summary.samples - summary.invalid - summary.target_error_results - summary.judge_errors
         out = [
             ThresholdResult(t.name, t.expected, t.actual, False, NOT_EVALUATED)
-            if t.name.startswith(_SCORE_GATES)
+            if not t.passed
+            and t.name.startswith(_SCORE_GATES)
+            and (t.actual is None or (t.name == "max_unscored" and judged == 0))
             else t
             for t in out
         ]
