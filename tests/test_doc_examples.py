@@ -25,10 +25,12 @@ Marking convention (for everyone who adds a doc example):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -51,6 +53,8 @@ NOT_RUN: dict[str, str] = {
     r"^bqas review\b": "serves until stopped (tests/test_review_*.py start it)",
     r"^bqas view\b": "serves until stopped (tests/test_viewer_*.py start it)",
     r"^bqas keys create \S+ && bqas serve": "serves until stopped (this test starts `bqas serve` itself)",
+    r"^bqas serve\b": "serves until stopped (this test starts `bqas serve` itself)",
+    r"^bqas worker\b": "works until stopped (tests/test_service_replicas.py runs it)",
     r"--ray\b": "needs a Ray cluster (tests/test_ray_*.py)",
 }
 
@@ -240,8 +244,27 @@ def run_block(block: Block, workspace: dict[str, Any]) -> tuple[subprocess.Compl
     demo_port = _free_port()
     script = prepare(block, workspace["port"], demo_port, workspace["key"])
     env = {**workspace["env"], "DOC_OUT": str(work), "BQAS_DEMO_PORT": str(demo_port)}
-    done = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=900)
-    return done, work
+    # Its own process group: whatever the block started (a server it backgrounded, a command that would
+    # serve for ever) ends with it, also on the timeout.
+    proc = subprocess.Popen(
+        ["bash", "-c", script],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=900)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        err += "\ndoc example: killed after 900 s (a command that does not end?)"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), work
 
 
 @pytest.mark.parametrize("block", list(blocks()), ids=lambda b: b.name)
