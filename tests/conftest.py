@@ -17,13 +17,25 @@ from bqas.testing.scripted_llm import Reply, ScriptedLLM
 if TYPE_CHECKING:
     from bqas.llm.local import LocalEngine
 
-# Tests never use a real LLM endpoint or a user's settings.
-for _var in ("BQAS_LLM_BASE_URL", "BQAS_JUDGE_MODEL", "BQAS_LLM_API_KEY", "BQAS_DATABASE_URL", "BQAS_POLICY_FILE"):
+# Tests never use a real LLM endpoint or a user's settings. CI (set by CI systems) shortens the console
+# output of runs; the tests that look at it set it themselves.
+for _var in (
+    "BQAS_LLM_BASE_URL",
+    "BQAS_JUDGE_MODEL",
+    "BQAS_LLM_API_KEY",
+    "BQAS_DATABASE_URL",
+    "BQAS_POLICY_FILE",
+    "CI",
+):
     os.environ.pop(_var, None)
 os.environ.setdefault("BQAS_EMBEDDER", "hashing")
 # Model arrays cached by tests go to a folder of this session, never the user's cache (removed at exit).
 os.environ["BQAS_MODEL_CACHE"] = tempfile.mkdtemp(prefix="bqas-test-models-")
 atexit.register(shutil.rmtree, os.environ["BQAS_MODEL_CACHE"], ignore_errors=True)
+# The store of a test that sets none (the bqas_home fixture does) is this session's, never the project's
+# .bqas/ nor the user's store (both are found from the working folder otherwise; removed at exit).
+os.environ["BQAS_HOME"] = tempfile.mkdtemp(prefix="bqas-test-home-")
+atexit.register(shutil.rmtree, os.environ["BQAS_HOME"], ignore_errors=True)
 # Worker threads for the offline tier unless a test chooses otherwise: many tests start services and runs,
 # and each would start worker processes. The process path has its own tests (test_offline_processes.py).
 os.environ.setdefault("BQAS_OFFLINE_POOL", "threads")
@@ -115,6 +127,8 @@ SLOW_TESTS = (
     "test_offline_processes.py::test_auto_gives_a_run_of_many_samples_worker_processes",
     "test_offline_processes.py::test_processes_give_the_same_results_as_threads",
     "test_ci_summary.py::test_action_script_on_a_pull_request_compares_with_the_base_branch",
+    "test_doc_examples.py::test_doc_example_runs_as_written[README.md",
+    "test_ray_interrupt.py::",
 )
 
 

@@ -14,7 +14,17 @@ from bqas.review.queue import open_count
 from bqas.store.db import open_store
 
 # Lines that are messages (paths, commands), not tables: a terminal wraps them like any text.
-MESSAGES = ("run r-", "judged now:", "junit:", "report:", "review:", "alert:", "thresholds missed", "evaluation time")
+MESSAGES = (
+    "run r-",
+    "judged now:",
+    "junit:",
+    "report:",
+    "review:",
+    "alert:",
+    "thresholds missed",
+    "evaluation time",
+    "store:",
+)
 
 
 def _samples() -> list[dict[str, object]]:

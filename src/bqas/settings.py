@@ -5,6 +5,7 @@ Every setting can also be given as a CLI flag or a scenario field; explicit valu
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -13,6 +14,46 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LANGUAGES: tuple[str, ...] = ("de", "en", "zh")
+#: The folder that marks a project's store (found like git finds .git).
+HOME_FOLDER = ".bqas"
+
+
+def project_home(start: Path | None = None) -> Path | None:
+    """The nearest ``.bqas/`` folder in ``start`` (default: the working folder) or above it; None if none."""
+    here = (start or Path.cwd()).absolute()
+    for folder in (here, *here.parents):
+        candidate = folder / HOME_FOLDER
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def user_home() -> Path:
+    """The user-level store for work outside a project (the platform's data folder, e.g. ~/.local/share/bqas)."""
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("bqas", appauthor=False))
+
+
+def find_home(start: Path | None = None) -> Path:
+    """Where runs, the store and the LLM cache live when ``BQAS_HOME`` is not set: the nearest ``.bqas/``
+    upward from ``start`` (one store per project, wherever in it a command runs), else the user-level one."""
+    return project_home(start) or user_home()
+
+
+def home_origin(settings: Settings) -> str:
+    """How the store was chosen, in words for `bqas runs` and the like."""
+    if settings.database_url:
+        return "BQAS_DATABASE_URL"
+    if os.environ.get("BQAS_HOME"):
+        return "BQAS_HOME"
+    if settings.home.name == HOME_FOLDER:
+        return "the nearest .bqas/ folder"
+    return (
+        f"the user-level store (no {HOME_FOLDER}/ folder here or above; `mkdir {HOME_FOLDER}` makes one for a project)"
+    )
+
+
 StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
 
 
@@ -21,8 +62,9 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="BQAS_", extra="ignore")
 
-    # Where runs, the store and the LLM cache live.
-    home: Path = Field(default=Path(".bqas"))
+    # Where runs, the store and the LLM cache live: BQAS_HOME, else the nearest .bqas/ upward from the
+    # working folder, else the user-level data folder (find_home).
+    home: Path = Field(default_factory=find_home)
     database_url: str | None = None
     # Limits of every wait on a PostgreSQL store (bqas.store.bounds): a statement (the server's
     # statement_timeout; the client gives up on an answer 2 s later), a connection attempt, a free pooled

@@ -37,6 +37,15 @@ def ci_summary_cmd(
         Optional[int],  # noqa: UP045
         typer.Option("--max-worse", help="With --baseline: fail when more samples get a worse verdict."),
     ] = None,
+    max_removed: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--max-removed",
+            min=0,
+            help="With --baseline: fail when more of the baseline's samples are missing from this run "
+            "(default: the scenario's thresholds.max_removed_samples, else 0; allow_removed_samples are not counted).",
+        ),
+    ] = None,
     out: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option(
@@ -49,11 +58,12 @@ def ci_summary_cmd(
     Example: bqas ci-summary runs/pr --baseline runs/base --out "$GITHUB_STEP_SUMMARY"
 
     Exit 0 when the thresholds (calibration: targets) are met and, with --baseline, nothing regressed;
-    1 when a threshold, a target or the comparison gate is missed; 3 when a calibration missed nothing
+    1 when a threshold, a target or the comparison gate is missed (a sample of the baseline that this run
+    no longer has counts: deleting failing samples does not pass); 3 when a calibration missed nothing
     but lacks the evidence to decide a target (as `bqas calibrate`; 0 when it ran with
     --allow-not-enough-evidence); 2 when the run or folder is not found or unreadable.
     """
-    text, code = _render(source, baseline, max_drop, max_worse)
+    text, code = _render(source, baseline, max_drop, max_worse, max_removed)
     if out is None:
         typer.echo(text)
     else:
@@ -74,7 +84,9 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _render(source: str, baseline: str | None, max_drop: float, max_worse: int | None) -> tuple[str, int]:
+def _render(
+    source: str, baseline: str | None, max_drop: float, max_worse: int | None, max_removed: int | None = None
+) -> tuple[str, int]:
     folder = Path(source)
     if folder.is_dir() and (folder / "calibration.json").is_file():
         from bqas.report.markdown import calibration_markdown
@@ -108,14 +120,17 @@ def _render(source: str, baseline: str | None, max_drop: float, max_worse: int |
 
         return redteam_ci_summary(store, run)
     summary = summarize(settled_records(store, run.id))  # one record per sample, also with --repeats
-    thresholds = [
-        t.as_dict() for t in check_thresholds(summary, Thresholds.model_validate(run.config.get("thresholds") or {}))
-    ]
+    gates = Thresholds.model_validate(run.config.get("thresholds") or {})
+    thresholds = [t.as_dict() for t in check_thresholds(summary, gates)]
     comparison = None
     if baseline is not None:
         base_id = _run_id(baseline, store, "--baseline")
         result = compare_runs(settled_records(store, base_id), settled_records(store, run.id))
-        comparison = (base_id, result, result.regressions(max_drop, max_worse))
+        allowed_removed = max_removed if max_removed is not None else (gates.max_removed_samples or 0)
+        regressions = result.regressions(
+            max_drop, max_worse, max_removed=allowed_removed, allow_removed=gates.allow_removed_samples
+        )
+        comparison = (base_id, result, regressions)
     meta: dict[str, Any] = {
         "id": run.id,
         "scenario": run.scenario,

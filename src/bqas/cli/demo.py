@@ -34,7 +34,11 @@ def demo_assistant_cmd(
     sentence and is wrong on purpose now and then. POST /chat (JSON), /v1/chat/completions (OpenAI) and
     /v1/chat-messages (Dify). Stop it with Ctrl-C.
 
-    Example: bqas demo-assistant --port 8790 & bqas run scenarios/voice_de_target.yaml
+    Example (two commands; the first keeps serving in the background):
+
+    \b
+      bqas demo-assistant --port 8790 &
+      bqas run scenarios/voice_de_target.yaml
     """
     if not 0 < port < 65536:
         typer.echo(f"error: --port: expected 1-65535, got {port}", err=True)

@@ -363,11 +363,18 @@ def runs_cmd(
 def show_cmd(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="Run id (or a unique prefix).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    errors: Annotated[
+        bool,
+        typer.Option(
+            "--errors",
+            help="Also list every target error, unscored result, judging error and invalid sample with its reason.",
+        ),
+    ] = False,
 ) -> None:
     """Print the summary of one stored run."""
     from bqas.cli.run import show_run
 
-    show_run(run_id, as_json)
+    show_run(run_id, as_json, errors)
 
 
 def compare_cmd(

@@ -59,9 +59,19 @@ def held_review_notes(notes: ReviewNotes) -> Iterator[ReviewNotes]:
         logger.propagate = propagate
 
 
+def in_ci() -> bool:
+    """True in a CI job (``CI`` set, as GitHub Actions, GitLab and most CI systems do): the local review
+    queue and its page (`bqas review`) are not there to open, so their pointers are left out of the log."""
+    import os
+
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
 def print_review_notes(notes: ReviewNotes, verbose: bool = False) -> None:
     """One summary of the review loop after the run: one line for the new categories (counted per judge;
-    each listed with ``verbose``), the alerts, the rest."""
+    each listed with ``verbose``), the alerts, the rest. In CI only with ``verbose``."""
+    if in_ci() and not verbose:
+        return
     if notes.categories:
         by_judge: dict[str, list[str]] = {}
         for cat in notes.categories:

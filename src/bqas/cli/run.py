@@ -54,7 +54,7 @@ def print_summary(
         f"{summary['completion_tokens']} · cache hits {summary['cache_hits']} · cost "
         + (f"${cost:.4f}" if cost is not None else "n/a (no price configured)")
     )
-    from bqas.runner.summary import timing_text, unscored_lines
+    from bqas.runner.summary import gate_result_text, timing_text, unscored_lines
 
     for line in unscored_lines(summary.get("unscored_reasons") or []):
         console.print(line, markup=False)
@@ -68,9 +68,8 @@ def print_summary(
         for col in ("gate", "expected", "actual", "result"):
             th.add_column(col)
         for t in thresholds:
-            th.add_row(
-                t["name"], str(t["expected"]), str(t["actual"]), "[green]met[/]" if t["passed"] else "[red]MISSED[/]"
-            )
+            result = "[green]met[/]" if t["passed"] else f"[red]{gate_result_text(t)}[/]"
+            th.add_row(t["name"], str(t["expected"]), "–" if t["actual"] is None else str(t["actual"]), result)
         console.print(th)
     if summary.get("trust"):
         _print_trust(console, summary["trust"], profiles or [])
@@ -103,17 +102,22 @@ def target_line(target: dict[str, Any]) -> str:
 _DIMENSIONS_FULL_WIDTH = 120
 
 
-def summary_console() -> Any:
-    """The console of a run's summary: a terminal's width; in a CI log 150 columns, so that dimension
-    names are not cut, unless COLUMNS says otherwise."""
+def plain_console() -> Any:
+    """A console of the terminal's width; in a pipe or a CI log 80 columns unless COLUMNS says otherwise
+    (the tables are laid out to fit 80)."""
     import os
 
     from rich.console import Console
 
     console = Console()
     if not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
-        console = Console(width=150)
+        console = Console(width=80)
     return console
+
+
+def summary_console() -> Any:
+    """The console of a run's summary (see plain_console)."""
+    return plain_console()
 
 
 def dimensions_table(summary: dict[str, Any], width: int) -> Any:
@@ -296,11 +300,12 @@ def run_scenario(
     )
     from bqas.cli.review_notes import ReviewNotes, held_review_notes, print_review_notes
     from bqas.runner.execute import RunFailed
+    from bqas.runner.interrupt import exit_code_of, sigterm_as_interrupt
 
     notes = ReviewNotes()  # the review loop's categories and alerts: summarised after the run
     try:
         store = _store()
-        with held_review_notes(notes):
+        with sigterm_as_interrupt(), held_review_notes(notes):
             try:
                 outcome = execute(request, get_settings(), store)
             finally:
@@ -317,11 +322,13 @@ def run_scenario(
         print_review_notes(notes)
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        print_review_notes(notes)
-        which = started[0] if started else "<run id>"
-        typer.echo(f"\ninterrupted: resume with `bqas run --resume {which}`", err=True)
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as stop:
+        # One line (no traceback): what was stored and the exact command that goes on from there.
+        if started:
+            typer.echo(_interrupted_line(store, started[0]), err=True)
+        else:
+            typer.echo("interrupted before the run started: nothing was stored", err=True)
+        raise typer.Exit(exit_code_of(stop)) from None
     except Exception as exc:  # the store or the output files, outside the results writer
         if _store_or_disk_failure(exc) is None:
             raise
@@ -345,6 +352,10 @@ def run_scenario(
     _say_where_escalations_went(store, outcome.run_id)
     print_review_notes(notes, verbose)
     summary = outcome.summary
+    if summary.target_error_results or summary.unscored or summary.judge_errors:
+        from bqas.cli.problems import print_problems
+
+        print_problems(store, outcome.run_id, kinds=("target_error", "unscored", "judge_error"))
     if summary.invalid:
         _print_invalid(summary, outcome.source, outcome.out_dir / "results.jsonl")
     if summary.invalid == summary.samples:
@@ -408,11 +419,12 @@ def _print_invalid(summary: Any, source: str, results: Path) -> None:
 
 def _say_where_escalations_went(store: Store, run_id: str) -> None:
     """Tell the user where this run's escalations are and how to look at them."""
+    from bqas.cli.review_notes import in_ci
     from bqas.review.queue import open_count, source_counts
     from bqas.review.settings import get_review_settings
 
     review = get_review_settings()
-    if not review.review:
+    if not review.review or in_ci():
         return
     counts = source_counts(store, review.local_tenant, run_id)
     mine, again = counts["open"], counts["duplicate"]
@@ -438,7 +450,6 @@ _VERDICT_SHORT = {"production_ready": "ready", "needs_review": "review", "failed
 
 def list_runs(limit: int, as_json: bool, verbose: bool = False) -> None:
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
     from bqas.review.categories import new_categories
@@ -470,7 +481,7 @@ def list_runs(limit: int, as_json: bool, verbose: bool = False) -> None:
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    console = Console()
+    console = plain_console()
     wide = console.width >= _RUNS_VERDICTS_WIDTH
     cells_of: list[dict[str, str]] = []
     for row in rows:
@@ -487,10 +498,30 @@ def list_runs(limit: int, as_json: bool, verbose: bool = False) -> None:
         cells_of.append(cells)
     names = ["id", "scenario", "status", "n", "pass", "gate", *(["verdicts"] if wide else []), "started"]
     widths = {n: max([len(n), *(len(c[n]) for c in cells_of)]) for n in names}
-    # No vertical rules and no edge: the columns fit 80 characters. Ids stay whole (people copy them);
-    # the scenario name gets what is left and ends in "…" when it is longer.
-    table = Table(title="runs", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    left = console.width - sum(w for n, w in widths.items() if n != "scenario") - 3 * (len(names) - 1)
+    # No vertical rules and no edge, two spaces between columns: the columns fit 80 characters. Ids stay
+    # whole (people copy them), and so does the start time; where the scenario names do not fit, the
+    # least useful columns go first (the sample count, then the pass rate: `bqas show` has both), else
+    # the scenario name is shortened with "…".
+    gap = 2
+
+    def room(columns: list[str]) -> int:
+        return int(console.width) - sum(widths[n] for n in columns if n != "scenario") - gap * (len(columns) - 1)
+
+    # Only where that lets the names fit whole; else every column stays and the names are shortened.
+    for dropped in (["n"], ["n", "pass"]):
+        fewer = [n for n in names if n not in dropped]
+        if room(names) < widths["scenario"] <= room(fewer):
+            names = fewer
+            break
+    table = Table(
+        # SIMPLE_HEAD draws a blank between columns: with one space of padding that is the gap of two.
+        title="runs",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, gap - 1, 0, 0),
+    )
+    left = room(names)
     for name in names:
         if name == "scenario":
             table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=max(8, left))
@@ -502,6 +533,7 @@ def list_runs(limit: int, as_json: bool, verbose: bool = False) -> None:
     for cells in cells_of:
         table.add_row(*(colour.get(cells[n], cells[n]) if n == "gate" else cells[n] for n in names))
     console.print(table)
+    console.print(_store_line(), soft_wrap=True, markup=False)
     for row in rows:
         if "resume" in row:
             console.print(f"interrupted: {row['id']} — resume with `{row['resume']}`", soft_wrap=True, markup=False)
@@ -519,11 +551,22 @@ def list_runs(limit: int, as_json: bool, verbose: bool = False) -> None:
             console.print(console_text(line))  # ids are untrusted text
 
 
-def show_run(run_id: str, as_json: bool) -> None:
+def _store_line() -> str:
+    """Which store a listing reads, and why that one (BQAS_HOME, the project's .bqas/, the user's)."""
+    from bqas.settings import get_settings, home_origin
+    from bqas.store.db import store_name
+    from bqas.textsafe import printable
+
+    settings = get_settings()
+    return f"store: {printable(store_name(settings.resolved_database_url()))} ({home_origin(settings)})"
+
+
+def show_run(run_id: str, as_json: bool, errors: bool = False) -> None:
     from bqas.runner.lease import display_status
     from bqas.runner.run import settled_records
     from bqas.runner.scenario import Thresholds
     from bqas.runner.summary import check_thresholds, summarize
+    from bqas.textsafe import printable
 
     store = _store()
     run = store.find_run(run_id)
@@ -560,8 +603,23 @@ def show_run(run_id: str, as_json: bool) -> None:
         [t.as_dict() for t in thresholds],
         f"run {run.id} — {run.scenario} ({display_status(run)}, {done}/{run.total})",
     )
+    if errors:
+        from bqas.cli.problems import problem_lines
+
+        lines = problem_lines(settled_records(store, run.id), run.id, limit=None)
+        for line in lines or ["no target error, unscored result, judging error or invalid sample"]:
+            typer.echo(printable(line))  # sample ids and reasons are data
     if display_status(run) == "interrupted":
         typer.echo(f"interrupted: resume with `bqas run --resume {run.id}`")
+
+
+def _interrupted_line(store: Any, run_id: str) -> str:
+    try:
+        run = store.get_run(run_id)
+        stored = f"{store.count_results(run_id)} of {run.total} results stored; " if run is not None else ""
+    except Exception:  # the store's trouble is not what is reported here
+        stored = ""
+    return f"interrupted: {stored}resume with `bqas run --resume {run_id}`"
 
 
 def compare(
@@ -609,6 +667,7 @@ def compare(
                     "matched": result.matched,
                     "only_a": result.only_a,
                     "only_b": result.only_b,
+                    "removed_samples": result.removed,
                     "dimensions": [d.__dict__ for d in result.dimensions],
                     "changes": result.changes,
                     "regressions": regressed,
@@ -630,7 +689,7 @@ def compare(
         console.print(table)
         console.print(
             f"verdict changes: {len(result.changes)} ({len(result.worse)} worse); "
-            f"only in A: {result.only_a}, only in B: {result.only_b}"
+            f"only in A: {result.only_a}, only in B: {result.only_b}; samples removed: {len(result.removed)}"
         )
         for change in result.changes[:50]:
             console.print(console_text(f"  {change['key']}: {change['from']} → {change['to']} ({change['direction']})"))

@@ -134,7 +134,10 @@ def run_score(
         )
         engine.registry.get(judge)
         engine.start_loading(samples=len(samples))  # many samples: worker processes (BQAS_OFFLINE_POOL=auto)
-        records = asyncio.run(_score_all(engine, judge, samples, concurrency, name))
+        from bqas.cli.steps import slow_step
+
+        with slow_step(f"judging {len(samples)} sample(s) with {judge}"):
+            records = asyncio.run(_score_all(engine, judge, samples, concurrency, name))
     except (ValueError, KeyError) as exc:
         typer.echo(f"error: {str(exc).strip(chr(34))}", err=True)
         raise typer.Exit(2) from None

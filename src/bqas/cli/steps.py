@@ -34,3 +34,37 @@ def step_progress(show: bool | None = None) -> Iterator[StepHook | None]:
             bars.update(tasks[what], completed=done, total=total)
 
         yield hook
+
+
+#: How long a step may run before it says what it is doing.
+SLOW_STEP_SECONDS = 2.0
+
+
+@contextmanager
+def slow_step(name: str, after: float = SLOW_STEP_SECONDS, *, spinner: bool | None = None) -> Iterator[None]:
+    """Say what a step is doing once it has taken ``after`` seconds: on a terminal a spinner with the step's
+    name (gone when the step ends), in a pipe or a CI log one line ``name …`` on stderr. A quick step shows
+    nothing. ``spinner`` None means: when stderr is a terminal."""
+    import threading
+
+    finished = threading.Event()
+    use_spinner = sys.stderr.isatty() if spinner is None else spinner
+
+    def watch() -> None:
+        if finished.wait(after):
+            return
+        if use_spinner:
+            from rich.console import Console
+
+            with Console(stderr=True).status(name):
+                finished.wait()
+        else:
+            print(f"{name} …", file=sys.stderr, flush=True)
+
+    watcher = threading.Thread(target=watch, name="bqas-slow-step", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        finished.set()
+        watcher.join()

@@ -355,10 +355,15 @@ class JudgeRegistry:
         try:
             return self._judges[name]
         except KeyError:
-            raise KeyError(f"unknown judge {name!r}; known: {', '.join(self.names())}") from None
+            raise KeyError(f"unknown judge {name!r}; known: {', '.join(self.grader_names())}") from None
 
     def names(self) -> list[str]:
         return sorted(self._judges)
+
+    def grader_names(self) -> list[str]:
+        """The judges that grade (what an unknown judge's message offers): generators such as
+        ``synthetic`` make test inputs and are refused where a grader is asked for."""
+        return [n for n in self.names() if self._judges[n].kind != "generator"]
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self._judges[n] for n in self.names())

@@ -155,6 +155,8 @@ def write_html_report(
         "scored": sum(j.group.n_scored for j in stats.judges.values()),
         "unscored": stats.verdicts["unscored"],
         "invalid": stats.verdicts["invalid"],
+        "target_errors": stats.verdicts["target_error"],
+        "judge_errors": stats.verdicts["judge_error"],
     }
     mismatch = [
         f"{k}: run metadata says {totals[k]}, the records hold {v}"

@@ -83,10 +83,7 @@ def run_markdown(
         out += ["", "### Thresholds", ""]
         out += _table(
             ["gate", "expected", "actual", "result"],
-            [
-                [md(t["name"]), _num(t["expected"]), _num(t["actual"]), "met" if t["passed"] else "**MISSED**"]
-                for t in thresholds
-            ],
+            [[md(t["name"]), _num(t["expected"]), _num(t["actual"]), _gate_cell(t)] for t in thresholds],
         )
     dims = summary.get("dimensions", {})
     comp = summary.get("composite", {})
@@ -171,6 +168,12 @@ def _why(record: Mapping[str, Any]) -> str:
     return "; ".join(str(r) for r in reasons) or str(record.get("reasoning") or "")
 
 
+def _gate_cell(gate: Mapping[str, Any]) -> str:
+    if gate.get("passed"):
+        return "met"
+    return f"**MISSED** ({md(gate['note'])})" if gate.get("note") else "**MISSED**"
+
+
 def _comparison_lines(baseline: str, result: Comparison, regressions: list[str]) -> list[str]:
     out = [
         f"### Compared with {md(baseline)} (B − A, paired over {result.matched} results; 95 % bootstrap CI)",
@@ -186,7 +189,7 @@ def _comparison_lines(baseline: str, result: Comparison, regressions: list[str])
     out += [
         "",
         f"Verdict changes: {len(result.changes)} ({len(result.worse)} worse) · only in A: {result.only_a} · "
-        f"only in B: {result.only_b}",
+        f"only in B: {result.only_b} · samples removed: {len(result.removed)}",
     ]
     changes = sorted(result.changes, key=lambda c: c["direction"] != "worse")[:CHANGES_N]
     if changes:

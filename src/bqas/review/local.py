@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import secrets
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 
 from bqas.auth.keys import Authenticator
 from bqas.auth.tenants import LOCAL_TENANT
-from bqas.review.sessions import COOKIE, SessionManager
+from bqas.review.sessions import SessionManager, cookie_name
 from bqas.review.settings import ReviewSettings, get_review_settings
 from bqas.review.web import review_router
 from bqas.store.db import Store
@@ -39,9 +39,9 @@ class LocalReview:
         sessions = SessionManager(store, auth, hours=settings.review_session_hours)
         self.start_path = f"/start/{self._start_token}"
         app = FastAPI(title="BQAS local review", docs_url=None, redoc_url=None, openapi_url=None)
-        app.include_router(review_router(store, auth, settings=settings))
+        app.include_router(review_router(store, auth, settings=settings, cookie_per_port=True))
         # The results viewer (bqas view) under the same login: BQAS_REVIEW_PATH/runs.
-        app.include_router(viewer_router(store, auth, settings=settings))
+        app.include_router(viewer_router(store, auth, settings=settings, cookie_per_port=True))
         # Where the start link leads (``bqas view`` lands on its runs; a path inside this app only).
         target = landing if landing is not None and landing.startswith("/") else f"{base}/queue"
 
@@ -51,14 +51,14 @@ class LocalReview:
             return RedirectResponse(target, status_code=303)
 
         @app.get("/start/{token}")
-        def start(token: str) -> Response:
+        def start(token: str, request: Request) -> Response:
             if not secrets.compare_digest(self._start_token.encode(), token.encode()):
                 return Response("Unknown start link: open the one `bqas review` / `bqas view` printed.", 403)
             result = sessions.login(self.key)
             assert result is not None  # the key was added above
             response = RedirectResponse(target, status_code=303)
             response.set_cookie(
-                COOKIE,
+                cookie_name(request, per_port=True),
                 result[0],
                 max_age=int(settings.review_session_hours * 3600),
                 path=base or "/",

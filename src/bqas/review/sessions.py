@@ -13,6 +13,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from sqlalchemy import delete, select
 
@@ -22,6 +23,28 @@ from bqas.store.db import Store
 
 COOKIE = "bqas_review"
 PRE_COOKIE = "bqas_review_login"  # double-submit token of the login form (against login CSRF)
+
+
+def cookie_name(request: HasURL, name: str = COOKIE, *, per_port: bool = False) -> str:
+    """The cookie's name. Browsers share cookies between the ports of a host, so the one-process pages of
+    `bqas view` and `bqas review` (each on its own port of 127.0.0.1, each with sessions of its own start
+    link) would overwrite each other's session and log each other out under one name: with ``per_port``
+    the name carries the port the browser asked. The service (`bqas serve`) keeps ``name``: its replicas
+    share sessions behind one address."""
+    port = request.url.port if per_port else None
+    return f"{name}_{port}" if port else name
+
+
+class _URL(Protocol):
+    @property
+    def port(self) -> int | None: ...
+
+
+class HasURL(Protocol):
+    """A request (Starlette's): only its URL's port is read."""
+
+    @property
+    def url(self) -> _URL: ...
 
 
 def _hash(value: str) -> str:

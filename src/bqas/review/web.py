@@ -41,7 +41,7 @@ from bqas.review.queue import (
     submit_review,
 )
 from bqas.review.records import dimension_values, iso
-from bqas.review.sessions import COOKIE, PRE_COOKIE, SessionManager, SessionView, same_token
+from bqas.review.sessions import COOKIE, PRE_COOKIE, SessionManager, SessionView, cookie_name, same_token
 from bqas.review.settings import ReviewSettings, get_review_settings
 from bqas.review.tables import ITEM_STATUSES
 from bqas.store.db import Store
@@ -174,8 +174,10 @@ def review_router(
     settings: ReviewSettings | None = None,
     registry: JudgeRegistry | None = None,
     prefix: str | None = None,
+    cookie_per_port: bool = False,
 ) -> APIRouter:
-    """The review page router (mounted at ``prefix``, default ``BQAS_REVIEW_PATH`` = ``/review``)."""
+    """The review page router (mounted at ``prefix``, default ``BQAS_REVIEW_PATH`` = ``/review``);
+    ``cookie_per_port``: session cookies named per port (bqas.review.sessions.cookie_name)."""
     settings = settings or get_review_settings()
     base = (prefix or settings.review_path).rstrip("/")
     sessions = SessionManager(store, auth, hours=settings.review_session_hours)
@@ -192,9 +194,12 @@ def review_router(
         html = _templates().get_template(name).render(base=base, **context)
         return _secure(HTMLResponse(html, status_code=status))
 
-    def set_cookie(response: Response, name: str, value: str, max_age: int | None) -> None:
+    def cookie(request: Request, name: str = COOKIE) -> str:
+        return cookie_name(request, name, per_port=cookie_per_port)
+
+    def set_cookie(request: Request, response: Response, name: str, value: str, max_age: int | None) -> None:
         response.set_cookie(
-            name,
+            cookie(request, name),
             value,
             max_age=max_age,
             path=base or "/",
@@ -204,7 +209,7 @@ def review_router(
         )
 
     def current(request: Request) -> SessionView | None:
-        return sessions.resolve(request.cookies.get(COOKIE))
+        return sessions.resolve(request.cookies.get(cookie(request)))
 
     def to_login() -> Response:
         return _secure(RedirectResponse(f"{base}/login", status_code=303))
@@ -213,9 +218,9 @@ def review_router(
         return render("error.html", 404, session=session, title="Not found", message="No such review item.")
 
     def login_page(request: Request, message: str | None = None, status: int = 200) -> Response:
-        token = request.cookies.get(PRE_COOKIE) or secrets.token_urlsafe(24)
+        token = request.cookies.get(cookie(request, PRE_COOKIE)) or secrets.token_urlsafe(24)
         response = render("login.html", status, session=None, login_token=token, message=message)
-        set_cookie(response, PRE_COOKIE, token, 3600)
+        set_cookie(request, response, PRE_COOKIE, token, 3600)
         return response
 
     @router.get("/static/review.js")
@@ -249,7 +254,10 @@ def review_router(
             form = await _form(request)
         except ValueError:
             return login_page(request, "The form was too large.", 413)
-        if not same_token(request.cookies.get(PRE_COOKIE) or "", form.get("login_token")):
+        if not same_token(
+            request.cookies.get(cookie(request, PRE_COOKIE)) or "",
+            form.get("login_token"),
+        ):
             return login_page(request, "The login form expired; please try again.", 403)
         result = await run_in_threadpool(sessions.login, form.get("api_key") or "")
         if result is None:
@@ -257,8 +265,8 @@ def review_router(
             return login_page(request, "Unknown or revoked API key.", 401)
         token, _view = result
         response = _secure(RedirectResponse(f"{base}/queue", status_code=303))
-        set_cookie(response, COOKIE, token, int(settings.review_session_hours * 3600))
-        response.delete_cookie(PRE_COOKIE, path=base or "/")
+        set_cookie(request, response, COOKIE, token, int(settings.review_session_hours * 3600))
+        response.delete_cookie(cookie(request, PRE_COOKIE), path=base or "/")
         return response
 
     @router.post("/logout")
@@ -270,9 +278,9 @@ def review_router(
             return _secure(Response("form too large", status_code=413))
         if session is None or not same_token(session.csrf, form.get("csrf")):
             return _secure(Response("CSRF token missing or wrong", status_code=403))
-        await run_in_threadpool(sessions.logout, request.cookies.get(COOKIE))
+        await run_in_threadpool(sessions.logout, request.cookies.get(cookie(request)))
         response = _secure(RedirectResponse(f"{base}/login", status_code=303))
-        response.delete_cookie(COOKIE, path=base or "/")
+        response.delete_cookie(cookie(request), path=base or "/")
         return response
 
     @router.get("/queue")

@@ -28,14 +28,36 @@ class Comparison:
     only_b: int
     dimensions: list[DimensionDiff] = field(default_factory=list)
     changes: list[dict[str, Any]] = field(default_factory=list)
+    # Sample ids of run A of which run B has no result at all (a sample deleted from the dataset).
+    removed: list[str] = field(default_factory=list)
+
+    def removed_beyond(self, allowed: Iterable[str] = ()) -> list[str]:
+        """The removed samples that ``allowed`` (a scenario's allow_removed_samples) does not name."""
+        allow = set(allowed)
+        return [sample for sample in self.removed if sample not in allow]
 
     @property
     def worse(self) -> list[dict[str, Any]]:
         return [c for c in self.changes if c["direction"] == "worse"]
 
-    def regressions(self, max_drop: float, max_worse: int | None) -> list[str]:
-        """The gates ``bqas compare`` (and ``bqas ci-summary``) fail on: a composite drop, too many worse verdicts."""
+    def regressions(
+        self,
+        max_drop: float,
+        max_worse: int | None,
+        *,
+        max_removed: int | None = None,
+        allow_removed: Iterable[str] = (),
+    ) -> list[str]:
+        """The gates ``bqas compare`` (and ``bqas ci-summary``) fail on: a composite drop, too many worse verdicts
+        and, where ``max_removed`` is given, more removed samples than allowed."""
         found = []
+        if max_removed is not None:
+            removed = self.removed_beyond(allow_removed)
+            if len(removed) > max_removed:
+                shown = ", ".join(removed[:5]) + (f" … and {len(removed) - 5} more" if len(removed) > 5 else "")
+                found.append(
+                    f"{len(removed)} samples of the baseline are missing from this run (> {max_removed}): {shown}"
+                )
         composite = next((d for d in self.dimensions if d.name == "composite_score"), None)
         if composite is not None and composite.diff < -max_drop:
             found.append(f"mean composite dropped by {-composite.diff:.2f} (> {max_drop:g})")
@@ -56,8 +78,12 @@ def _numeric(record: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+def _sample(record: Mapping[str, Any]) -> str:
+    return str(record.get("sample_id") or record.get("response_id"))
+
+
 def _key(record: Mapping[str, Any]) -> str:
-    return f"{record.get('sample_id') or record.get('response_id')}::{record.get('judge')}"
+    return f"{_sample(record)}::{record.get('judge')}"
 
 
 # Resampling a mean only needs how often each value is drawn. Where few distinct values occur (scores on a
@@ -108,14 +134,18 @@ def bootstrap_ci(
 def compare_runs(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]) -> Comparison:
     """Pair the records of run A and run B by (sample id, judge) and compare them."""
     base: dict[str, tuple[str | None, dict[str, float]]] = {}
+    samples_a: dict[str, None] = {}
     for record in a:
         base[_key(record)] = (record.get("verdict"), _numeric(record))
+        samples_a[_sample(record)] = None
+    samples_b: set[str] = set()
     pairs: dict[str, list[tuple[float, float]]] = {}
     changes: list[dict[str, Any]] = []
     matched = only_b = 0
     seen: set[str] = set()
     for record in b:
         key = _key(record)
+        samples_b.add(_sample(record))
         if key not in base:
             only_b += 1
             continue
@@ -149,4 +179,5 @@ def compare_runs(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]])
                 high,
             )
         )
-    return Comparison(matched, len(base) - len(seen), only_b, dims, changes)
+    removed = [sample for sample in samples_a if sample not in samples_b]
+    return Comparison(matched, len(base) - len(seen), only_b, dims, changes, removed)

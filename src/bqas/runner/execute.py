@@ -145,8 +145,9 @@ def invalid_record(
 
 
 def target_error_record(run_id: str, work: WorkItem, reason: str, language: str | None) -> dict[str, Any]:
-    """The record of a sample the assistant under test gave no usable answer for (``target_error``)."""
-    record = invalid_record(run_id, work, reason, language, {})
+    """The record of a sample the assistant under test gave no usable answer for (``target_error``); its
+    inputs are the sample's fields as the dataset gives them (what the assistant was asked)."""
+    record = invalid_record(run_id, work, reason, language, dict(work.item.data))
     record["status"] = "target_error"
     record["target_error"] = reason
     return record
@@ -418,8 +419,18 @@ async def execute_run(
                 if nxt is None:
                     done = True
                     break
-            # Written in a thread so that the event loop keeps judging while the store commits.
-            await asyncio.to_thread(persist_batch, store, run_id, batch, review_tenant, replies)
+            # Written in a thread so that the event loop keeps judging while the store commits. A cancelled
+            # run (Ctrl-C) still waits for the batch being written: it is stored whole or not at all.
+            writing = asyncio.ensure_future(
+                asyncio.to_thread(persist_batch, store, run_id, batch, review_tenant, replies)
+            )
+            try:
+                await asyncio.shield(writing)
+            except asyncio.CancelledError:
+                await writing
+                for ack in acks:
+                    ack.set()
+                raise
             for ack in acks:
                 ack.set()
             if on_progress is not None and batch:
@@ -444,7 +455,30 @@ async def execute_run(
     except ExceptionGroup as failure:
         first = _first_error(failure)
         raise RunFailed(f"{type(first).__name__}: {first}") from first
+    except asyncio.CancelledError:
+        # Stopped (Ctrl-C, SIGTERM): what was judged but not yet written is stored, so a resume does not
+        # judge it (or ask the assistant) again.
+        _store_what_finished(store, run_id, results, review_tenant)
+        raise
     return judged
+
+
+def _store_what_finished(
+    store: Store,
+    run_id: str,
+    results: asyncio.Queue[Result | TargetReplies | None],
+    review_tenant: str | None,
+) -> None:
+    batch: list[Result] = []
+    replies: list[tuple[str, int, dict[str, Any]]] = []
+    while not results.empty():
+        item = results.get_nowait()
+        if isinstance(item, TargetReplies):
+            replies += item.rows
+        elif item is not None:
+            batch.append(item)
+    if batch or replies:
+        persist_batch(store, run_id, batch, review_tenant, replies)
 
 
 def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -81,6 +81,11 @@ def _connect(plan: RayPlan) -> bool:
         raise ScenarioError("--ray: Ray is not installed; install it with `pip install 'bqas[ray]'`") from None
     if ray.is_initialized():  # an embedding program (or a test) already connected
         return False
+    # Ray warns on every start of a local cluster that token authentication is on by default (it is what
+    # docs/ray.md describes): said once per run that is noise in every log, so that one logger is quieted.
+    import logging
+
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     options: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": False, "include_dashboard": False}
     if plan.address == "local":
         ray.init(num_cpus=plan.workers or os.cpu_count() or 1, **options)

@@ -15,6 +15,7 @@ from bqas.review.settings import get_review_settings
 from bqas.runner.dataset import count_items
 from bqas.runner.execute import RunFailed, execute_run, new_run_id, repeat_count, work_items
 from bqas.runner.gc_tuning import fewer_collections
+from bqas.runner.interrupt import run_until_stopped
 from bqas.runner.lease import RunLease
 from bqas.runner.loop import new_event_loop, progress_bar
 from bqas.runner.request import RunRequest, engine_for, llm_overrides, memory_examples
@@ -113,6 +114,7 @@ def _run_meta(
             "unscored": summary.unscored,
             "invalid": summary.invalid,
             "judge_errors": summary.judge_errors,
+            "target_errors": summary.target_error_results,
             "llm_calls": summary.llm_calls,
             "prompt_tokens": summary.prompt_tokens,
             "completion_tokens": summary.completion_tokens,
@@ -443,12 +445,10 @@ def _run_with_progress(
             if targets is not None:
                 await targets.aclose()
 
-    loop = new_event_loop()
     try:
-        return loop.run_until_complete(main())
+        return run_until_stopped(new_event_loop(), main())
     except KeyboardInterrupt:
         store.update_run(run_id, status="interrupted")
         raise
     finally:
-        loop.close()
         signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -97,6 +97,11 @@ class Thresholds(BaseModel):
     # How soon a streamed answer starts (a voice assistant starts speaking): the 95th percentile of its
     # time to first token, in milliseconds.
     max_target_ttft_p95_ms: float | None = Field(default=None, gt=0)
+    # Against a baseline (a pull request's base branch, `bqas ci-summary --baseline`): samples of the
+    # baseline that this run no longer has. Unset means 0, so deleting the failing samples is a finding;
+    # the ids in allow_removed_samples may go without counting.
+    max_removed_samples: int | None = Field(default=None, ge=0)
+    allow_removed_samples: list[str] = Field(default_factory=list)
     dimensions: dict[str, float] = Field(default_factory=dict)
 
     @field_validator("max_unscored")
@@ -264,7 +269,7 @@ def load_scenario(path: Path, *, allow_dataset_outside: bool = False) -> Scenari
         if judge not in registry.names():
             raise ScenarioError(
                 f"{path}:{_line_for(lines, ('judges', i))}: judges[{i}]: unknown judge {judge!r}; "
-                f"known: {', '.join(registry.names())}"
+                f"known: {', '.join(registry.grader_names())}"
             )
         if registry.get(judge).kind == "generator":
             raise ScenarioError(

@@ -404,9 +404,26 @@ class ThresholdResult:
     expected: float
     actual: float | None
     passed: bool
+    # Why the gate could not be measured (it then counts as missed), e.g. NOT_EVALUATED.
+    note: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "expected": self.expected, "actual": self.actual, "passed": self.passed}
+        data = {"name": self.name, "expected": self.expected, "actual": self.actual, "passed": self.passed}
+        if self.note:
+            data["note"] = self.note
+        return data
+
+
+NOT_EVALUATED = "not evaluated: nothing was scored"
+#: The gates that measure scored results: with none of them, they cannot be evaluated.
+_SCORE_GATES = ("min_pass_rate", "min_mean_composite", "max_failed", "max_unscored", "dimension ")
+
+
+def gate_result_text(gate: Mapping[str, Any]) -> str:
+    """The result cell of a gate for people: met, MISSED, or why it could not be evaluated."""
+    if gate.get("passed"):
+        return "met"
+    return str(gate.get("note") or "MISSED")
 
 
 def check_thresholds(summary: RunSummary, thresholds: Thresholds) -> list[ThresholdResult]:
@@ -456,6 +473,18 @@ def check_thresholds(summary: RunSummary, thresholds: Thresholds) -> list[Thresh
         out.append(ThresholdResult("max_target_ttft_p95_ms", limit, ttft, ttft is not None and ttft <= limit))
     for key, minimum in thresholds.dimensions.items():
         at_least(f"dimension {key}", minimum, summary.dimension_mean(key))
+    if summary.scored == 0:
+        # Nothing scored: a gate that is missed only for that reason (no value to compare, no result
+        # judged at all) says so instead of a bare MISSED.
+        judged = summary.samples - summary.invalid - summary.target_error_results - summary.judge_errors
+        out = [
+            ThresholdResult(t.name, t.expected, t.actual, False, NOT_EVALUATED)
+            if not t.passed
+            and t.name.startswith(_SCORE_GATES)
+            and (t.actual is None or (t.name == "max_unscored" and judged == 0))
+            else t
+            for t in out
+        ]
     return out
 
 

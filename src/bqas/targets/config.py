@@ -140,6 +140,11 @@ class HTTPTarget(_Common, _Outputs):
             raise ValueError("outputs: map at least one field from the reply (e.g. response: $.answer)")
         return self
 
+    @field_validator("method", mode="before")
+    @classmethod
+    def _method_any_case(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value  # HTTP methods: `post` is POST
+
 
 class DifyTarget(_Common, _Outputs):
     """A Dify app (:mod:`bqas.targets.dify`). ``mode: chat`` (chat, agent and chatflow apps,
@@ -243,5 +248,5 @@ def load_target_option(value: str) -> Target:
     try:
         return TypeAdapter(TargetConfig).validate_python(data)
     except ValidationError as exc:
-        lines = [f"{source}: target.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        lines = [f"{source}: {'.'.join(['target', *(str(p) for p in e['loc'])])}: {e['msg']}" for e in exc.errors()]
         raise TargetConfigError("\n".join(lines)) from None

@@ -446,15 +446,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _store_run(config: pytest.Config, records: list[dict[str, Any]]) -> None:
     """The session's judgments as one stored run, as ``bqas run`` stores a scenario's."""
+    import os
     from datetime import UTC, datetime
 
     from bqas.runner.run import write_outputs
     from bqas.runner.summary import summarize
-    from bqas.settings import get_settings
+    from bqas.settings import find_home, get_settings
     from bqas.store.db import open_store
 
     run_id = config.stash[_RUN_ID]
-    store = open_store(get_settings().resolved_database_url())
+    settings = get_settings()
+    if not os.environ.get("BQAS_HOME"):
+        # The project's store, found from pytest's root folder: a test that changed its working folder
+        # (a temporary one) must not leave a store there.
+        settings = settings.model_copy(update={"home": find_home(config.rootpath)})
+    store = open_store(settings.resolved_database_url())
     judges = sorted({str(r.get("judge")) for r in records if r.get("judge")})
     report = config.getoption("--bqas-report")
     out_dir = Path(report) if report else None

@@ -463,6 +463,33 @@ def get_exchange(store: Store, run_id: str, result_id: int) -> dict[str, Any] | 
     return dict(value) if isinstance(value, Mapping) else None
 
 
+def earlier_turns(store: Store, run_id: str, sample_id: str) -> list[dict[str, Any]]:
+    """The turns of a conversation before this one (a turn's sample id is ``SAMPLE#N``): for each, what the
+    user said and what the assistant answered, as the run's records hold them."""
+    base, sep, index = sample_id.rpartition("#")
+    if not sep or not index.isdigit() or int(index) == 0:
+        return []
+    ids = [f"{base}#{i}" for i in range(int(index))]
+    with store.session() as s:
+        rows = s.execute(
+            select(ResultRow.sample_id, ResultRow.record)
+            .where(ResultRow.run_id == run_id, ResultRow.sample_id.in_(ids))
+            .order_by(ResultRow.seq, ResultRow.id)
+        ).all()
+    turns: dict[str, dict[str, Any]] = {}
+    for sid, record in rows:
+        if sid in turns or not isinstance(record, Mapping):
+            continue
+        found = record.get("inputs")
+        inputs: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        turns[sid] = {
+            "turn": int(sid.rpartition("#")[2]),
+            "user": inputs.get("user_input") or inputs.get("question") or inputs.get("input"),
+            "assistant": inputs.get("response") or inputs.get("answer"),
+        }
+    return sorted(turns.values(), key=lambda t: int(t["turn"]))
+
+
 def record_by_key(
     store: Store, run_id: str, sample_key: str, table: Table = ResultRow
 ) -> tuple[int, dict[str, Any]] | None:

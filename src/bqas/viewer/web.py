@@ -23,7 +23,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from bqas.auth.keys import Authenticator
 from bqas.auth.tenants import LOCAL_TENANT
-from bqas.review.sessions import COOKIE, SessionManager, SessionView
+from bqas.review.sessions import SessionManager, SessionView, cookie_name
 from bqas.review.settings import ReviewSettings, get_review_settings
 from bqas.review.web import _num, _pretty, _secure, parse_page
 from bqas.store.db import Store
@@ -262,8 +262,10 @@ def viewer_router(
     auth: Authenticator,
     *,
     settings: ReviewSettings | None = None,
+    cookie_per_port: bool = False,
 ) -> APIRouter:
-    """The viewer's router, at ``BQAS_REVIEW_PATH``/runs (the review session's cookie path covers it)."""
+    """The viewer's router, at ``BQAS_REVIEW_PATH``/runs (the review session's cookie path covers it;
+    ``cookie_per_port`` as for the review router)."""
     settings = settings or get_review_settings()
     review = settings.review_path.rstrip("/")
     base = f"{review}/runs"
@@ -281,7 +283,7 @@ def viewer_router(
         return render("view_error.html", session, status, title=title, message=message)
 
     def current(request: Request) -> SessionView | None:
-        return sessions.resolve(request.cookies.get(COOKIE))
+        return sessions.resolve(request.cookies.get(cookie_name(request, per_port=cookie_per_port)))
 
     def to_login() -> Response:
         return _secure(RedirectResponse(f"{review}/login", status_code=303))
@@ -467,6 +469,7 @@ def viewer_router(
             confidence=confidence,
             expected=record.get("expected") if isinstance(record.get("expected"), Mapping) else None,
             inputs=record.get("inputs") if isinstance(record.get("inputs"), Mapping) else {},
+            earlier=query.earlier_turns(store, run.id, str(record.get("sample_id") or "")),
             other=other,
             cjk=cjk,
             llm=llm,
