@@ -235,7 +235,7 @@ def _run(command: list[str], env: dict[str, str], cwd: Path, log: Path, stdout: 
     with log.open("ab") as err, (stdout or log).open("ab") as out:
         done = subprocess.run(command, env=env, cwd=cwd, stdout=out, stderr=err, check=False)
     wall = time.perf_counter() - started
-    if done.returncode not in (0, 1):  # 1: promptfoo eval / bqas redteam with failed tests or a missed gate
+    if done.returncode not in (0, 1, 100):  # promptfoo eval: 100 when a test failed; bqas redteam: 1, a missed gate
         tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
         raise RuntimeError(f"{' '.join(command[:3])} exited {done.returncode}:\n{tail}")
     return wall
