@@ -9,8 +9,7 @@ the latency the client saw and the CPU time of the BQAS process (generation, sen
 
     python benchmarks/redteam/bench_redteam.py [--attacks-per-plugin 100] [--repeats 3]
 
-promptfoo's red team is not run beside it: it needs Node.js packages and an LLM for its graders and
-attack generation, neither of which this machine can reach.
+promptfoo's red team on the same target, for the plugins both have: bench_promptfoo.py.
 """
 
 from __future__ import annotations
