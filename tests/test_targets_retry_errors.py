@@ -204,6 +204,8 @@ def test_a_conversation_is_asked_again_from_its_failed_turn_in_the_same_session(
 
 
 def test_the_flag_is_refused_without_resume_or_without_a_target(tmp_path: Path, bqas_home: Path) -> None:
+    helped = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
+    assert "--retry-target-errors" in helped.output and "target_error" in helped.output
     path = write_scenario(tmp_path, voice_samples(1), None)
     alone = _run(str(path), "--retry-target-errors")
     assert alone.exit_code == 2 and "give --resume RUN_ID" in alone.output
