@@ -187,6 +187,14 @@ def run_cmd(
         Optional[str],  # noqa: UP045
         typer.Option("--resume", help="Continue a run that was stopped or killed; finished samples are kept."),
     ] = None,
+    retry_target_errors: Annotated[
+        bool,
+        typer.Option(
+            "--retry-target-errors",
+            help="With --resume: ask the target again for the samples (conversation turns) whose result is a "
+            "target_error, and replace those results; other results are kept (without it target errors count as done).",
+        ),
+    ] = False,
     backend: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--backend", help="Override the scenario's backend: offline, llm or auto."),
@@ -304,7 +312,13 @@ def run_cmd(
     max_judge_errors, all default 0), 2 on a usage, configuration or input error (also: no valid sample,
     the run failed, or an LLM judge unfit on its known-answer check: docs/judge-check.md), 4 when the store or the disk cannot be written (resume the run when fixed).
     A run that dies can be continued: bqas run --resume RUN_ID
+    (add --retry-target-errors to ask the assistant again where it gave no usable answer).
     """
+    if retry_target_errors and resume is None:
+        typer.echo(
+            "error: --retry-target-errors: give --resume RUN_ID (the run whose target errors to retry)", err=True
+        )
+        raise typer.Exit(2)
     if dry_run:
         from bqas.cli.dry_run import dry_run as estimate
         from bqas.judging.factory import LLMOverrides
@@ -340,6 +354,7 @@ def run_cmd(
         verbose=verbose,
         accept_unfit_judge=accept_unfit_judge,
         allow_dataset_outside=allow_dataset_outside,
+        retry_target_errors=retry_target_errors,
     )
 
 

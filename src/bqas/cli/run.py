@@ -233,6 +233,7 @@ def run_scenario(
     verbose: bool = False,
     allow_dataset_outside: bool = False,
     accept_unfit_judge: bool = False,
+    retry_target_errors: bool = False,
 ) -> None:
     """Implementation of ``bqas run``."""
     from bqas.runner.request import RunRequest
@@ -290,6 +291,7 @@ def run_scenario(
         reuse_target_replies=reuse_target_replies,
         allow_dataset_outside=allow_dataset_outside or get_settings().allow_dataset_outside,
         accept_unfit_judge=accept_unfit_judge,
+        retry_target_errors=retry_target_errors,
         overrides=LLMOverrides(
             base_url=base_url,
             model=model,
@@ -346,6 +348,9 @@ def run_scenario(
 
         line = CheckResult(**{k: v for k, v in check.items() if k != "accepted_unfit"}).summary()
         typer.echo(line + (" — run anyway (--accept-unfit-judge)" if check.get("accepted_unfit") else ""))
+    if outcome.retried is not None:
+        errors, calls = outcome.retried
+        typer.echo(f"target errors retried: {errors} samples or turns asked again ({calls} calls to the target)")
     typer.echo(f"judged now: {outcome.judged_now} · results: {outcome.out_dir / 'results.jsonl'}")
     typer.echo(f"junit: {outcome.out_dir / 'junit.xml'}")
     typer.echo(f"report: {outcome.out_dir / 'report.html'}")

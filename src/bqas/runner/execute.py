@@ -13,6 +13,7 @@ import secrets
 from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from bqas.judging.engine import InvalidSample, JudgeEngine
@@ -286,11 +287,16 @@ def persist_batch(
     batch: list[Result],
     review_tenant: str | None = None,
     replies: list[tuple[str, int, dict[str, Any]]] | None = None,
+    *,
+    retrying: bool = False,
 ) -> None:
     """Write a batch of results (through the review loop first when ``review_tenant`` is set); the target
-    replies they use first, so that a killed run never holds a result whose reply is lost."""
+    replies they use first, so that a killed run never holds a result whose reply is lost.
+
+    ``retrying``: the target was asked again for target errors (``--retry-target-errors``), so a new reply
+    replaces the stored one of its turn and a new result the stored ``target_error`` of its key."""
     if replies:
-        store.add_target_replies(run_id, replies)
+        store.add_target_replies(run_id, replies, replace=retrying)
     if not batch:
         return
     if review_tenant is not None:
@@ -299,7 +305,7 @@ def persist_batch(
 
         amended = process_results(store, review_tenant, [rec for _, _, rec in batch], source=run_id)
         batch = [(key, seq, rec) for (key, seq, _), rec in zip(batch, amended, strict=True)]
-    store.add_results(run_id, batch)
+    store.add_results(run_id, batch, replace_target_errors=retrying)
 
 
 async def execute_run(
@@ -335,6 +341,7 @@ async def execute_run(
     # Bounded: when the store falls behind, workers wait instead of piling results up in memory.
     results: asyncio.Queue[Result | TargetReplies | None] = asyncio.Queue(maxsize=flush_every * 2)
     judged = 0
+    retrying = targets is not None and targets.retry is not None
 
     async def produce() -> None:
         if targets is None:
@@ -422,7 +429,9 @@ async def execute_run(
             # Written in a thread so that the event loop keeps judging while the store commits. A cancelled
             # run (Ctrl-C) still waits for the batch being written: it is stored whole or not at all.
             writing = asyncio.ensure_future(
-                asyncio.to_thread(persist_batch, store, run_id, batch, review_tenant, replies)
+                asyncio.to_thread(
+                    partial(persist_batch, store, run_id, batch, review_tenant, replies, retrying=retrying)
+                )
             )
             try:
                 await asyncio.shield(writing)

@@ -45,6 +45,7 @@ class RunRequest:
     target: str | None = None  # --target FILE|YAML: the assistant under test (instead of the scenario's target:)
     reuse_target_replies: str | None = None  # --reuse-target-replies RUN_ID: judge that run's replies again
     accept_unfit_judge: bool = False  # --accept-unfit-judge: run even when the LLM judge fails its known-answer check
+    retry_target_errors: bool = False  # --retry-target-errors (with --resume): ask the target again for its errors
 
 
 def engine_for(

@@ -39,6 +39,8 @@ class RunOutcome:
     cost_usd: float | None
     # Where the samples came from, as invalid samples are named: the dataset file's name, or "samples".
     source: str = "samples"
+    # --retry-target-errors: the samples (turns) whose target error was retried, and the calls that made.
+    retried: tuple[int, int] | None = None
 
     @property
     def passed(self) -> bool:
@@ -226,6 +228,11 @@ def _target_for(
             from bqas.targets.kinds import load_function
 
             load_function(target.function)
+    if request.retry_target_errors and stored is None:
+        raise ScenarioError("--retry-target-errors: give --resume RUN_ID (the run whose target errors to retry)")
+    if request.retry_target_errors and (target is None or reuse is not None):
+        what = f"judges the stored replies of run {reuse}" if reuse is not None else "has no target"
+        raise ScenarioError(f"--retry-target-errors: the run {what}; there is no target to ask again")
     if (target is not None or reuse is not None) and (request.ray or scenario.ray is not None):
         raise ScenarioError("--ray: a run with a target asks the assistant from this process; run it without --ray")
     return target, reuse
@@ -317,7 +324,8 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
                 store.update_run(run_id, config={**stored, "out_dir": str(out_dir.resolve())})
         if request.on_start is not None:
             request.on_start(run_id, out_dir, resuming)
-        done, done_repeats = _done_keys(store, run_id, scenario.repeats)
+        retry = request.retry_target_errors
+        done, done_repeats = _done_keys(store, run_id, scenario.repeats, retry)
         concurrency = request.concurrency or scenario.concurrency
         review = get_review_settings()
         tenant = review.local_tenant if review.review else None
@@ -329,6 +337,7 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
                 engine, scenario, store, run_id, done, total, concurrency, request.progress, tenant, done_repeats, stage
             )
 
+        retried: tuple[int, int] | None = None
         try:
             if request.ray or scenario.ray is not None:
                 from bqas.runner.ray_pool import ClusterLost
@@ -341,16 +350,24 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
                 except ClusterLost as lost:
                     # The cluster cannot judge any more: the rest is judged here, as a local run would.
                     notice(f"{lost}; judging the remaining samples in this process")
-                    judged = lost.judged + judge_here(*_done_keys(store, run_id, scenario.repeats))
+                    judged = lost.judged + judge_here(*_done_keys(store, run_id, scenario.repeats, retry))
             else:
                 stage = None
+                failed = store.target_error_samples(run_id) if retry else None
                 if target is not None or reuse is not None:
                     from bqas.targets.stage import TargetStage
 
                     stage = TargetStage(
-                        store, run_id, target, reuse_from=reuse, max_reply_bytes=settings.target_max_reply_bytes
+                        store,
+                        run_id,
+                        target,
+                        reuse_from=reuse,
+                        max_reply_bytes=settings.target_max_reply_bytes,
+                        retry=failed,
                     )
                 judged = judge_here(done, done_repeats, stage)
+                if stage is not None and failed is not None:
+                    retried = (len(failed), stage.asked_again)
         except RunFailed as exc:
             # Loud, never a hang: the run is stored as failed with the reason, and the CLI exits non-zero.
             store.update_run(run_id, status="failed", finished_at=datetime.now(UTC), summary={"error": str(exc)})
@@ -381,7 +398,7 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
         lease.release()  # held until the outputs are written, so a resume cannot overwrite them meanwhile
     dataset = scenario.dataset_path()
     source = dataset.name if dataset is not None else "samples"
-    return RunOutcome(run_id, summary, thresholds, out_dir, judged, cost, source)
+    return RunOutcome(run_id, summary, thresholds, out_dir, judged, cost, source, retried)
 
 
 def _out_dir(request: RunRequest, run_id: str, stored: Mapping[str, Any] | None) -> Path:
@@ -393,9 +410,15 @@ def _out_dir(request: RunRequest, run_id: str, stored: Mapping[str, Any] | None)
     return Path("runs") / run_id
 
 
-def _done_keys(store: Store, run_id: str, repeats: int) -> tuple[set[str], dict[int, set[str]]]:
-    """The samples the run has results for: its first judgments, and those of each further repeat."""
-    return store.done_keys(run_id), {r: store.done_keys(run_id, r) for r in range(2, repeats + 1)}
+def _done_keys(
+    store: Store, run_id: str, repeats: int, retry_target_errors: bool = False
+) -> tuple[set[str], dict[int, set[str]]]:
+    """The samples the run has results for: its first judgments, and those of each further repeat (a
+    target error counts as none with ``retry_target_errors``)."""
+    retry = retry_target_errors
+    return store.done_keys(run_id, retry_target_errors=retry), {
+        r: store.done_keys(run_id, r, retry_target_errors=retry) for r in range(2, repeats + 1)
+    }
 
 
 def _run_with_progress(

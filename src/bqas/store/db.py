@@ -101,6 +101,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 JUDGE_ERROR = "judge_error"  # the status of a result whose judging failed for a reason outside the sample
+TARGET_ERROR = "target_error"  # the status of a result the assistant under test gave no usable answer for
 # The columns a later result writes over a stored judge_error record of the same key.
 _REPLACEABLE = (
     "seq",
@@ -228,23 +229,44 @@ class Store:
                 setattr(run, key, value)
 
     # -- results ---------------------------------------------------------------------------------------
-    def done_keys(self, run_id: str, repeat: int = 1) -> set[str]:
+    def done_keys(self, run_id: str, repeat: int = 1, *, retry_target_errors: bool = False) -> set[str]:
         """The sample keys already judged for the run's ``repeat`` (membership also by their redacted form).
 
         A ``judge_error`` record (judging failed for a reason outside the sample) is not done: ``--resume``
-        judges that sample again, and its new result replaces the record (:meth:`add_results`)."""
+        judges that sample again, and its new result replaces the record (:meth:`add_results`). With
+        ``retry_target_errors`` a ``target_error`` record is not done either (the target is asked again)."""
+        undone = [JUDGE_ERROR, TARGET_ERROR] if retry_target_errors else [JUDGE_ERROR]
         with self.session() as s:
             return StoredKeys(
                 s.scalars(
                     select(ResultRow.sample_key).where(
-                        ResultRow.run_id == run_id, ResultRow.repeat == repeat, ResultRow.status != JUDGE_ERROR
+                        ResultRow.run_id == run_id, ResultRow.repeat == repeat, ResultRow.status.not_in(undone)
                     )
                 )
             )
 
-    def add_results(self, run_id: str, records: Sequence[tuple[str, int, dict[str, Any]]]) -> int:
+    def target_error_samples(self, run_id: str) -> StoredKeys:
+        """The sample ids (a conversation's turn ids, ``<id>#<turn>``) with a ``target_error`` result in the run
+        (membership also by the redacted form)."""
+        with self.session() as s:
+            return StoredKeys(
+                s.scalars(
+                    select(ResultRow.sample_id)
+                    .where(ResultRow.run_id == run_id, ResultRow.status == TARGET_ERROR)
+                    .distinct()
+                )
+            )
+
+    def add_results(
+        self,
+        run_id: str,
+        records: Sequence[tuple[str, int, dict[str, Any]]],
+        *,
+        replace_target_errors: bool = False,
+    ) -> int:
         """Insert (sample_key, seq, record) rows in one transaction; rows already stored are skipped, except
-        a stored ``judge_error`` record, which a result of the same key that is not one replaces.
+        a stored ``judge_error`` record, which a result of the same key that is not one replaces, and (with
+        ``replace_target_errors``: the target was asked again) a stored ``target_error`` record.
 
         The record's ``repeat`` (default 1) is part of the key: each repeat of ``--repeats`` is its own row."""
         if not records:
@@ -276,10 +298,11 @@ class Store:
         # it once; rowcount is unreliable for such inserts, so count the ids that come back.
         stmt = insert(ResultRow)
         replaced = {name: stmt.excluded[name] for name in _REPLACEABLE}
+        replaceable = (ResultRow.status == JUDGE_ERROR) & (stmt.excluded.status != JUDGE_ERROR)
+        if replace_target_errors:
+            replaceable = replaceable | (ResultRow.status == TARGET_ERROR)
         stmt = stmt.on_conflict_do_update(
-            index_elements=["run_id", "sample_key", "repeat"],
-            set_=replaced,
-            where=(ResultRow.status == JUDGE_ERROR) & (stmt.excluded.status != JUDGE_ERROR),
+            index_elements=["run_id", "sample_key", "repeat"], set_=replaced, where=replaceable
         ).returning(ResultRow.id)
         with self.engine.begin() as conn:  # Core, not the ORM session: this runs on every batch of results
             inserted = conn.execute(stmt, rows).all()
@@ -332,19 +355,26 @@ class Store:
             return s.scalar(select(SettledRow.id).where(SettledRow.run_id == run_id).limit(1)) is not None
 
     # -- the assistant's answers (bqas.targets) -----------------------------------------------------------
-    def add_target_replies(self, run_id: str, replies: Sequence[tuple[str, int, dict[str, Any]]]) -> int:
-        """Insert (sample_id, turn, reply) rows in one transaction; a reply already stored is kept."""
+    def add_target_replies(
+        self, run_id: str, replies: Sequence[tuple[str, int, dict[str, Any]]], *, replace: bool = False
+    ) -> int:
+        """Insert (sample_id, turn, reply) rows in one transaction; a reply already stored is kept, unless
+        ``replace`` (a turn asked again: its new reply replaces the stored one)."""
         if not replies:
             return 0
         rows = [
             {"run_id": run_id, "sample_id": sid, "turn": turn, "reply": reply, "created_at": now()}
             for sid, turn, reply in replies
         ]
-        stmt = (
-            self.insert()(TargetReplyRow)
-            .on_conflict_do_nothing(index_elements=["run_id", "sample_id", "turn"])
-            .returning(TargetReplyRow.id)
-        )
+        stmt = self.insert()(TargetReplyRow)
+        keys = ["run_id", "sample_id", "turn"]
+        if replace:
+            stmt = stmt.on_conflict_do_update(
+                index_elements=keys, set_={"reply": stmt.excluded.reply, "created_at": stmt.excluded.created_at}
+            )
+        else:
+            stmt = stmt.on_conflict_do_nothing(index_elements=keys)
+        stmt = stmt.returning(TargetReplyRow.id)
         with self.engine.begin() as conn:
             return len(conn.execute(stmt, rows).all())
 

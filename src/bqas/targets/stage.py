@@ -2,8 +2,10 @@
 lacks, turn by turn for a conversation, and hand the judges the sample with the answer mapped in.
 
 Replies are stored (``target_replies``) by the run's writer before or with the results that use them, so
-``--resume`` finds them and never asks again for a stored one; ``--reuse-target-replies RUN`` reads
-another run's replies instead of asking at all (and keeps a copy in this run, marked ``reused_from``).
+``--resume`` finds them and never asks again for a stored one (with ``--retry-target-errors`` it asks again
+for a failed turn of a sample whose result is a target error; the new reply replaces the stored one);
+``--reuse-target-replies RUN`` reads another run's replies instead of asking at all (and keeps a copy in
+this run, marked ``reused_from``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class TargetStage:
         *,
         reuse_from: str | None = None,
         max_reply_bytes: int = 8 * 1024 * 1024,
+        retry: Container[str] | None = None,
     ):
         self.store = store
         self.run_id = run_id
@@ -60,6 +63,10 @@ class TargetStage:
         # Without a store (the pytest plugin) nothing is stored or read back.
         self.stored: Container[str] = store.target_reply_samples(run_id) if store is not None else ()
         self.reused = store.target_reply_samples(reuse_from) if store is not None and reuse_from else None
+        # ``--retry-target-errors``: the sample (turn) ids whose stored result is a target error. Their
+        # samples' stored error replies are not read back: those turns are asked again (``asked_again``).
+        self.retry = retry
+        self.asked_again = 0
 
     async def aclose(self) -> None:
         if self.client is not None:
@@ -87,6 +94,9 @@ class TargetStage:
         if not history and not any(self.needs_answer(item.data) for item in judged):
             return Answered(list(group), [], [])  # every turn has its stored answer: nothing to ask
         stored = await self._stored(sample.sample_id)
+        retried = self.retry is not None and any(w.item.sample_id in self.retry for w in group)
+        if retried:  # the turns that failed are asked again; the answered ones are read back as on any resume
+            stored = {turn: reply for turn, reply in stored.items() if reply.get("error") is None}
         sequence: list[tuple[dict[str, Any], DatasetItem | None]] = [
             ({**{k: v for k, v in sample.data.items() if k not in ("history", "turns")}, **h}, None) for h in history
         ]
@@ -117,6 +127,8 @@ class TargetStage:
                     turn=index, kind=self._kind(), error=f"run {source} holds no reply for turn {index}"
                 )
             else:
+                if retried:
+                    self.asked_again += 1
                 try:
                     reply = await self.client.ask(data, conversation, index)
                 except SampleProblem as exc:
