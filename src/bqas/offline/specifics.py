@@ -36,6 +36,7 @@ from functools import cache
 from typing import Any
 
 from bqas.offline.methods import FACT_KEY, MethodResult, OfflineContext, offline_method
+from bqas.offline.text.day_words import day_words
 from bqas.offline.text.inputs import as_text
 from bqas.offline.text.normalize import fold
 
@@ -53,58 +54,6 @@ _TIME_PATTERNS = (
     re.compile(r"(\d{1,2}|[零〇一二两三四五六七八九十]{1,3})\s*[点點](?:\s*(\d{1,2})\s*分|半)?"),
 )
 _PM_RE = re.compile(r"p\.?m\.?|下午|晚上|abends|nachmittags", re.I)
-# Day words with their spoken and dialect forms (DE/AT/CH), each mapped to one canonical word.
-_DAY_VARIANTS = {
-    "heute": ("heut", "hüt", "hüüt", "hit", "heit"),
-    "morgen": ("morgn", "morn", "moarn", "morge"),
-    "übermorgen": ("übermorgn", "übermorn", "übermorge"),
-    "gestern": ("gestan", "geschter", "gescht"),
-    "vorgestern": (),
-    "montag": ("mäntig", "mentig"),
-    "dienstag": ("zischtig", "ziischtig"),
-    "mittwoch": ("mittwuch", "mittwuch"),
-    "donnerstag": ("dunschtig", "donnschtig"),
-    "freitag": ("friitig", "fritig"),
-    "samstag": ("sunnabend", "samschtig", "sonnabend"),
-    "sonntag": ("sunntig",),
-    "wochenende": (),
-    "today": (),
-    "tonight": (),
-    "tomorrow": (),
-    "yesterday": (),
-    "monday": (),
-    "tuesday": (),
-    "wednesday": (),
-    "thursday": (),
-    "friday": (),
-    "saturday": (),
-    "sunday": (),
-    "weekend": (),
-}
-_ZH_DAYS = {
-    "今天": "今天", "今晚": "今晚", "明天": "明天", "后天": "后天", "昨天": "昨天", "前天": "前天", "周末": "周末",
-    **{f"{p}{d}": f"周{d}" for p in ("周", "星期", "礼拜") for d in "一二三四五六日"},
-    "星期天": "周日", "礼拜天": "周日",
-}  # fmt: skip
-_DAY_CANON = {v: k for k, vs in _DAY_VARIANTS.items() for v in (k, *vs)}
-_DAY_RE = re.compile(
-    r"\b(?:" + "|".join(re.escape(w) for w in sorted(_DAY_CANON, key=len, reverse=True)) + r")s?\b", re.I
-)
-_ZH_DAY_RE = re.compile("|".join(re.escape(w) for w in sorted(_ZH_DAYS, key=len, reverse=True)))
-
-
-def _days(text: str) -> list[tuple[str, str]]:
-    """(as written, canonical) for the day words of ``text`` ("montags" and "Mäntig" are "montag")."""
-    out: list[tuple[str, str]] = []
-    for m in _DAY_RE.finditer(text):
-        key = m.group(0).casefold()
-        canon = _DAY_CANON.get(key) or _DAY_CANON.get(key.removesuffix("s"))
-        if canon is not None:
-            out.append((m.group(0), canon))
-    out += [(m.group(0), _ZH_DAYS[m.group(0)]) for m in _ZH_DAY_RE.finditer(text)]
-    return out
-
-
 _LOCATIVE_RE = re.compile(r"\b(?:in|nach|aus|bei|von|to|at|from|near)\s+$", re.I)
 _CAPWORD_RE = re.compile(r"(?<![\w-])[A-ZÄÖÜ][\w'’-]+(?:\s+[A-ZÄÖÜ][\w'’-]+)?")
 
@@ -210,21 +159,36 @@ def find_specifics(answer: str, source: str, language: str) -> list[Specific]:
     src_words = set(src_norm.split())
     out: list[Specific] = []
 
+    findings = _detect(answer, language, enabled())
+    # Contact data (an e-mail address, a phone number, an IBAN …) is one specific, shown by its kind: its
+    # digits are no number claims, and its text must not reach the note that results keep (the PII gate
+    # reports it, masked where the store masks).
+    contacts = [f for f in findings if f.kind != "person"]
+    if contacts:
+        from bqas.offline.pii import mask_pii
+
+        for f in contacts:
+            out.append(Specific("number", f"[{f.kind.upper()}]", f.text in source))
+        placeholders = {f"[{f.kind.upper()}]" for f in contacts}
+        answer = mask_pii(answer, contacts)
+        for placeholder in placeholders:
+            answer = answer.replace(placeholder, " ")
+
     dates, masked = extract_dates(answer)
     for d in dates:
         out.append(Specific("date", d.text, date_supported(d, src_dates)))
     times, masked = _times(masked)
     for text, hour, minutes in times:
         out.append(Specific("time", text, _time_supported(hour, minutes, src_times, said_numbers)))
-    src_days = {canon for _, canon in _days(source)}
-    days = _days(masked)
+    src_days = {canon for _, canon in day_words(source)}
+    days = day_words(masked)
     for written, canon in days:
         out.append(Specific("date", written, canon in src_days))
     places = _places(masked)
     for p in places:
         out.append(Specific("place", p, text_supported(p, src_norm, src_words)))
     names: list[str] = []
-    for f in _detect(answer, language, enabled()):
+    for f in findings:
         if f.kind == "person" and f.confidence >= GATE_MIN_CONFIDENCE:
             names.append(f.text)
     for e in extract_entities(masked, lang):

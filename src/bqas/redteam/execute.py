@@ -46,7 +46,8 @@ def _said(reply: Any) -> str:
 
 async def send(client: Any, target: Target, run_id: str, attack: Attack, tenant_field: str) -> Sent:
     """Send the attack's turns in order, in one conversation."""
-    from bqas.targets.kinds import Conversation, SampleProblem
+    from bqas.targets.kinds import Conversation
+    from bqas.targets.turn_parts import SampleProblem
 
     conversation = Conversation(id=f"bqas-{run_id}-{attack.id}")
     replies: list[str] = []

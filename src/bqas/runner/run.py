@@ -250,7 +250,7 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
     if target is not None and reuse is None:  # no call whose answer the judges could not use
         from bqas.targets.preflight import unmappable_fields
 
-        problems = unmappable_fields(engine, scenario, target)
+        problems = unmappable_fields(engine, work_items(scenario), target)
         if problems:
             raise ScenarioError("\n".join(problems))
     checks: list[dict[str, Any]] = []

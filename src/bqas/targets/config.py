@@ -199,15 +199,6 @@ def provided_fields(target: Target) -> tuple[str, ...]:
 TOKEN_FIELDS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
-def uses_session(target: HTTPTarget) -> bool:
-    """Whether an HTTP target's requests carry a conversation (``{conversation_id}`` in a template, or
-    the target's own id mapped from its reply): the assistant then keeps state between requests."""
-    from bqas.targets.mapping import template_fields
-
-    used = template_fields([target.url, target.headers, target.body])
-    return "conversation_id" in used or "conversation_id" in target.outputs
-
-
 def check_environment(target: Target) -> None:
     """Refuse now, before any sample, a target whose variables are unset (naming the variable)."""
     names: list[tuple[str, str]] = []

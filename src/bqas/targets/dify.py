@@ -21,6 +21,14 @@ from bqas.targets.config import DifyTarget, expand_env
 from bqas.targets.mapping import UnmappableReply, fill, map_outputs
 from bqas.targets.reply import TargetFailure, TargetReply, excerpt
 from bqas.targets.streaming import StreamedAnswer, StreamEvent, event_json, send_streaming
+from bqas.targets.turn_parts import (
+    SampleProblem,
+    as_judge_fields,
+    bearer_header,
+    count_tokens,
+    reply_json,
+    user_message,
+)
 
 if TYPE_CHECKING:
     from bqas.targets.kinds import Conversation, TargetClient
@@ -46,8 +54,6 @@ async def ask_dify(
     client: TargetClient, t: DifyTarget, data: dict[str, Any], conversation: Conversation, reply: TargetReply
 ) -> dict[str, Any]:
     """Ask one turn; returns the reply in its blocking shape (and sets the reply's figures)."""
-    from bqas.targets.kinds import SampleProblem, _bearer, user_message
-
     try:
         text: str | None = user_message(t, data)
     except SampleProblem:
@@ -64,7 +70,7 @@ async def ask_dify(
         client.transport,
         "POST",
         url,
-        _bearer(t.api_key_env, "target.api_key_env"),
+        bearer_header(t.api_key_env, "target.api_key_env"),
         payload,
         fmt="sse",
         replay_safe=safe,
@@ -72,9 +78,7 @@ async def ask_dify(
     reply.status, reply.latency_ms, reply.attempts = answer.status, answer.latency_ms, answer.attempts
     reply.keep_raw(answer.body)
     if not answer.streamed:
-        from bqas.targets.kinds import _json
-
-        body = _json(answer.body)
+        body = reply_json(answer.body)
         if not isinstance(body, dict):
             raise UnmappableReply(f"not a Dify reply (no JSON object): {excerpt(answer.body)}")
         return body
@@ -135,15 +139,13 @@ def _assembled(t: DifyTarget, events: list[StreamEvent], answer: StreamedAnswer,
 
 def judge_fields(t: DifyTarget, body: dict[str, Any], reply: TargetReply) -> dict[str, Any]:
     """The judge's inputs from Dify's reply (blocking shape) and the reply's tokens."""
-    from bqas.targets.kinds import _judge_fields, _tokens
-
     if t.mode == "workflow":
         return _workflow_fields(t, body, reply)
     if not isinstance(body.get("answer"), str):
         raise UnmappableReply(f"not a Dify {t.mode} reply (no answer): {excerpt(reply.raw)}")
     found = body.get("metadata")
     metadata: dict[str, Any] = found if isinstance(found, dict) else {}
-    _tokens(reply, metadata.get("usage"))
+    count_tokens(reply, metadata.get("usage"))
     fields: dict[str, Any] = {"response": body["answer"]}
     if t.mode == "chat":
         resources = metadata.get("retriever_resources")
@@ -152,13 +154,11 @@ def judge_fields(t: DifyTarget, body: dict[str, Any], reply: TargetReply) -> dic
             r["content"] for r in resources if isinstance(r, dict) and isinstance(r.get("content"), str)
         ]
     if t.outputs:
-        fields.update(_judge_fields(map_outputs(body, t.outputs), (), t.outputs))
+        fields.update(as_judge_fields(map_outputs(body, t.outputs), (), t.outputs))
     return fields
 
 
 def _workflow_fields(t: DifyTarget, body: dict[str, Any], reply: TargetReply) -> dict[str, Any]:
-    from bqas.targets.kinds import _judge_fields
-
     data = body.get("data")
     if not isinstance(data, dict):
         raise UnmappableReply(f"not a Dify workflow reply (no data): {excerpt(reply.raw)}")
@@ -190,5 +190,5 @@ def _workflow_fields(t: DifyTarget, body: dict[str, Any], reply: TargetReply) ->
         fields["response"] = outputs[key]
     if t.outputs:
         required = ("response",) if "response" in t.outputs else ()
-        fields.update(_judge_fields(map_outputs(outputs, t.outputs), required, t.outputs))
+        fields.update(as_judge_fields(map_outputs(outputs, t.outputs), required, t.outputs))
     return fields

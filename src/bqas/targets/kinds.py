@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib
-import os
 import time
 import uuid
 from collections.abc import Callable
@@ -16,8 +15,6 @@ from typing import Any
 import orjson
 
 from bqas.targets.config import (
-    DEFAULT_INPUTS,
-    TOKEN_FIELDS,
     DifyTarget,
     HTTPTarget,
     OpenAITarget,
@@ -27,20 +24,23 @@ from bqas.targets.config import (
     answer_fields,
     env_names,
     expand_env,
-    uses_session,
 )
-from bqas.targets.mapping import UnmappableReply, UnsafeURL, as_judge_text, fill, fill_url, map_outputs
+from bqas.targets.mapping import UnmappableReply, UnsafeURL, fill, fill_url, map_outputs, uses_session
 from bqas.targets.python_call import call_function, unstorable_text
 from bqas.targets.reply import TargetFailure, TargetReply, excerpt
 from bqas.targets.secrets import Scrubber
 from bqas.targets.transport import HTTPAnswer, Transport
+from bqas.targets.turn_parts import (
+    SampleProblem,
+    as_judge_fields,
+    bearer_header,
+    count_tokens,
+    reply_json,
+    user_message,
+)
 
 # The longest conversation id a target may give (it is sent back in later requests and stored).
 MAX_CONVERSATION_ID = 1000
-
-
-class SampleProblem(ValueError):
-    """The sample cannot be sent (no user message, a template field it lacks): an ``invalid`` result."""
 
 
 @dataclass
@@ -52,32 +52,6 @@ class Conversation:
     messages: list[dict[str, str]] = field(default_factory=list)  # user and assistant turns, in order
 
 
-def user_message(target: Target, data: dict[str, Any]) -> str:
-    """The user's message of a turn: ``target.input``, else user_input, query or question."""
-    names = (target.input,) if target.input else DEFAULT_INPUTS
-    for name in names:
-        value = data.get(name)
-        if isinstance(value, str) and value:
-            return value
-    raise SampleProblem(f"field {' / '.join(names)}: missing (the user's message for the target; target.input)")
-
-
-def _count(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        return None
-    return int(min(value, 2**31))
-
-
-def _tokens(reply: TargetReply, usage: Any) -> None:
-    if isinstance(usage, dict):
-        reply.prompt_tokens = _count(usage.get("prompt_tokens"))
-        reply.completion_tokens = _count(usage.get("completion_tokens"))
-        total = _count(usage.get("total_tokens"))
-        if total is None and reply.prompt_tokens is not None and reply.completion_tokens is not None:
-            total = reply.prompt_tokens + reply.completion_tokens
-        reply.total_tokens = total
-
-
 # Replies larger than this are parsed and mapped in a worker thread: a few MB of JSON would hold the event
 # loop (and every judgment and request waiting on it) for tens of milliseconds.
 OFF_LOOP_BYTES = 256 * 1024
@@ -87,30 +61,10 @@ async def _parsed(raw: bytes, then: Callable[[Any], Any] | None = None) -> Any:
     """The reply's JSON (and ``then`` of it), in a worker thread for a large reply."""
 
     def work() -> Any:
-        body = _json(raw)
+        body = reply_json(raw)
         return then(body) if then is not None else body
 
     return await asyncio.to_thread(work) if len(raw) > OFF_LOOP_BYTES else work()
-
-
-def _json(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise UnmappableReply(f"the reply is not JSON: {excerpt(raw)}") from None
-
-
-def _judge_fields(mapped: dict[str, Any], required: tuple[str, ...], outputs: dict[str, str]) -> dict[str, Any]:
-    """Mapped values as judge inputs (text or lists of texts); a required one that is missing raises."""
-    missing = [name for name in required if name not in mapped]
-    if missing:
-        where = ", ".join(f"{name} ({outputs.get(name, '?')})" for name in missing)
-        raise UnmappableReply(f"unmappable reply: nothing at {where}")
-    return {
-        name: value if name == "conversation_id" else as_judge_text(name, value)
-        for name, value in mapped.items()
-        if name not in TOKEN_FIELDS
-    }
 
 
 class TargetClient:
@@ -170,15 +124,6 @@ class TargetClient:
         await self.transport.aclose()
 
 
-def _bearer(env: str | None, where: str) -> dict[str, str]:
-    if not env:
-        return {}
-    key = os.environ.get(env)
-    if key is None:
-        raise TargetConfigError(f"{where}: environment variable {env} is not set")
-    return {"Authorization": f"Bearer {key}"}
-
-
 class OpenAIClient(TargetClient):
     target: OpenAITarget
 
@@ -193,17 +138,17 @@ class OpenAIClient(TargetClient):
         if t.max_tokens is not None:
             payload["max_tokens"] = t.max_tokens
         headers = {k: expand_env(v, f"target.headers.{k}") for k, v in t.headers.items()}
-        headers.update(_bearer(t.api_key_env, "target.api_key_env"))
+        headers.update(bearer_header(t.api_key_env, "target.api_key_env"))
         url = expand_env(t.base_url, "target.base_url").rstrip("/") + "/chat/completions"
         if t.stream:
             content, usage = await self._streamed(url, headers, payload, reply)
         else:
             content, usage = await self._whole(url, headers, payload, reply)
-        _tokens(reply, usage)
+        count_tokens(reply, usage)
         reply.message = content
         if t.outputs:
-            mapped = map_outputs(_json(content.encode()), t.outputs)
-            reply.fields = _judge_fields(mapped, tuple(k for k in t.outputs if k == "response"), t.outputs)
+            mapped = map_outputs(reply_json(content.encode()), t.outputs)
+            reply.fields = as_judge_fields(mapped, tuple(k for k in t.outputs if k == "response"), t.outputs)
         else:
             reply.fields = {"response": content}
 
@@ -274,15 +219,15 @@ class HTTPClient(TargetClient):
                 mapped = await _parsed(streamed.body, lambda body: map_outputs(body, outputs))
             if isinstance(mapped.get("response"), list):
                 mapped["response"] = "".join(str(v) for v in mapped["response"])
-            _tokens(reply, mapped)
-            reply.fields = _judge_fields(mapped, ("response",), outputs)
+            count_tokens(reply, mapped)
+            reply.fields = as_judge_fields(mapped, ("response",), outputs)
             self._keep_conversation(reply, conversation, values["conversation_id"])
             return
         answer = await self.transport.send(t.method, str(url), headers, body, replay_safe=safe)
         self._answered(reply, answer)
         mapped = await _parsed(answer.body, lambda body: map_outputs(body, t.outputs))
-        _tokens(reply, mapped)
-        reply.fields = _judge_fields(mapped, answer_fields(t), t.outputs)
+        count_tokens(reply, mapped)
+        reply.fields = as_judge_fields(mapped, answer_fields(t), t.outputs)
         self._keep_conversation(reply, conversation, values["conversation_id"])
 
     @staticmethod
@@ -348,8 +293,8 @@ class PythonClient(TargetClient):
             )
         if not isinstance(result, dict) or not result:
             raise UnmappableReply(f"{self.target.function} returned {type(result).__name__}, not a non-empty dict")
-        _tokens(reply, result)
-        reply.fields = _judge_fields(dict(result), (), {})
+        count_tokens(reply, result)
+        reply.fields = as_judge_fields(dict(result), (), {})
         reply.fields.pop("conversation_id", None)
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bqas.targets.config import compile_path, expand_env
+from bqas.targets.config import HTTPTarget, compile_path, expand_env
 
 # The deepest nesting of lists and objects a reply may have to be mapped.
 MAX_DEPTH = 100
@@ -167,3 +167,10 @@ def fill_url(template: str, values: Mapping[str, Any], where: str) -> str:
             f"{where}: the sample's values would change the URL's host or path ({url.raw_path!r}); not sent"
         )
     return filled
+
+
+def uses_session(target: HTTPTarget) -> bool:
+    """Whether an HTTP target's requests carry a conversation (``{conversation_id}`` in a template, or
+    the target's own id mapped from its reply): the assistant then keeps state between requests."""
+    used = template_fields([target.url, target.headers, target.body])
+    return "conversation_id" in used or "conversation_id" in target.outputs

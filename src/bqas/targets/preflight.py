@@ -11,6 +11,7 @@ target answered (it lacks ``expected_intent``) is reported invalid without a cal
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from bqas.targets.config import Target, answer_fields, provided_fields
@@ -18,24 +19,25 @@ from bqas.targets.config import Target, answer_fields, provided_fields
 if TYPE_CHECKING:
     from bqas.judging.engine import JudgeEngine
     from bqas.runner.execute import WorkItem
-    from bqas.runner.scenario import Scenario
 
 # Filled in by the target stage for every turn of a conversation.
 _STAGE_FIELDS = ("dialogue",)
 
 
-def unmappable_fields(engine: JudgeEngine, scenario: Scenario, target: Target) -> list[str]:
-    """One message per (judge, field) that no sample sent to ``target`` will hold; empty when all can."""
+def unmappable_fields(engine: JudgeEngine, works: Iterable[WorkItem], target: Target) -> list[str]:
+    """One message per (judge, field) that no sample sent to ``target`` will hold; empty when all can.
+
+    ``works``: the run's work items (the runner makes them, so this module, which the runner imports, does
+    not import it back); a RAGAS metric's items (no judge of ``engine``) are not checked here."""
     if target.type == "python":
         return []
-    from bqas.runner.execute import RAGAS, work_items
-
     provided = {*provided_fields(target), *_STAGE_FIELDS}
     needed = answer_fields(target)
     sent: dict[str, int] = {}  # judge -> work items sent to the target
     lacking: dict[tuple[str, str], int] = {}  # (judge, field) -> of those, how many lack it
-    for work in work_items(scenario):
-        if work.error or work.judge is None or work.judge == RAGAS:
+    judges = set(engine.registry.names())
+    for work in works:
+        if work.error or work.judge not in judges:
             continue
         data = work.item.data
         if not any(data.get(name) in (None, "") for name in needed):
@@ -73,7 +75,6 @@ def unjudgeable(engine: JudgeEngine, target: Target | None, group: list[WorkItem
     if target is None or target.type == "python" or not group:
         return []
     from bqas.judging.engine import InvalidSample, check_inputs
-    from bqas.runner.execute import RAGAS
     from bqas.targets.conversation import prior_turns
 
     first = group[0].item
@@ -81,8 +82,9 @@ def unjudgeable(engine: JudgeEngine, target: Target | None, group: list[WorkItem
         return []
     provided = {*provided_fields(target), *_STAGE_FIELDS}
     doomed: list[tuple[WorkItem, str]] = []
+    judges = set(engine.registry.names())
     for work in group:
-        if work.error or work.judge is None or work.judge == RAGAS:
+        if work.error or work.judge not in judges:  # a RAGAS metric judges whatever comes back
             return []
         spec = engine.registry.get(work.judge)
         answered = {**work.item.data, **{name: "" for name in provided if work.item.data.get(name) is None}}

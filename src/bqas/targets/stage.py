@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from bqas.targets.config import Target, answer_fields
 from bqas.targets.conversation import prior_turns
-from bqas.targets.kinds import Conversation, SampleProblem, TargetClient, client_for, user_message
+from bqas.targets.kinds import Conversation, TargetClient, client_for
 from bqas.targets.reply import TargetReply
+from bqas.targets.turn_parts import SampleProblem, user_message
 
 if TYPE_CHECKING:
     from bqas.runner.dataset import DatasetItem
