@@ -21,6 +21,7 @@ from bqas.service.scoring import Scorer
 from bqas.service.testing import ServiceServer
 from bqas.service.worker import JobWorker
 from bqas.settings import Settings
+from bqas.store.bounds import StoreDown
 from bqas.store.db import open_store
 from bqas.store.service import create_api_key, get_job
 from bqas.testing import postgres
@@ -153,7 +154,7 @@ def test_a_worker_leaves_a_job_to_be_claimed_again_when_the_database_goes_away(
             await asyncio.sleep(0.2)
             try:
                 view = await asyncio.to_thread(get_job, store, job_id)
-            except OperationalError:  # this poll, too, may meet the restart
+            except (OperationalError, StoreDown):  # this poll, too, may meet the restart (or its aftermath)
                 continue
             if view is not None and view.status in ("done", "failed"):
                 break
