@@ -150,6 +150,8 @@ class QualityFilters:
         import numpy as np
 
         known = self._lexical_neighbours(item.query)
+        if holding.isdisjoint(known):
+            return False  # whichever of them the embeddings rank first, none holds a cue
         sims = self._vectors_of(known) @ self.embedder.embed([item.query])[0]
         return any(known[int(i)] in holding for i in np.argsort(-sims)[:top_k])
 
