@@ -195,3 +195,21 @@ def test_unanswerable_filter_on_many_passages_embeds_only_the_lexically_nearest(
                    cues=("euro", "kostet"), topic="Kantine")  # fmt: skip
     assert filters.check(item) == "answerable"
     assert 0 < len(filters._passage_rows) <= LEXICAL_NEIGHBOURS < len(passages)
+
+
+def test_release_dates_are_number_items_but_never_a_multi_passage_pair() -> None:
+    import random
+
+    from bqas.ragsynth.kinds import load_kinds
+    from bqas.ragsynth.offline import extractive_items, multi_passage_items
+
+    texts = ["Version 6.14.0 of the data tool was released on 2023-06-23.",
+             "Version 6.12.0 of the data tool was released on 2023-06-01."]  # fmt: skip
+    passages = [Passage(f"notes.md#{i}", "notes.md", None, f"Release {i}", t, (t,), "en") for i, t in enumerate(texts)]
+    kinds = load_kinds()
+    numbers = extractive_items(kinds["number"], passages, "en")
+    assert [n.query for n in numbers] == [
+        "When was Version 6.14.0 of the data tool released?",
+        "When was Version 6.12.0 of the data tool released?",
+    ]
+    assert multi_passage_items(kinds["multi_passage"], numbers, "en", random.Random(1)) == []
