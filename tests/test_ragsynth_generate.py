@@ -176,3 +176,40 @@ def test_a_persona_changes_the_wording_not_the_content() -> None:
         body = query.removeprefix(prefix)
         # The same question about the same reference, behind the technician's opener.
         assert body[:1].upper() + body[1:] == plain[r["reference"]]
+
+
+def test_unanswerable_filter_on_many_passages_embeds_only_the_lexically_nearest() -> None:
+    from bqas.ragsynth.filters import LEXICAL_NEIGHBOURS, SMALL_CORPUS
+
+    rooms = [
+        Passage(f"raeume.md#{i}", "raeume.md", None, f"Raum {i}", text, (text,))
+        for i in range(SMALL_CORPUS + 16)
+        for text in [f"Raum {i} liegt im Gebäude {'ABCDEFGH'[i % 8]} und hat {i % 7 + 2} Fenster zum Hof."]
+    ]
+    meal = "Ein Mittagessen kostet für Schülerinnen und Schüler 4 Euro."
+    passages = [*rooms, Passage("essen.md#1", "essen.md", None, "Verpflegung", meal, (meal,))]
+    filters = QualityFilters("de", passages, default_embedder())
+    # No passage names the "Kantine", so only the embedding ranking can find the passage that answers.
+    item = RagItem(kind="unanswerable", language="de", query="Was kostet ein Mittagessen in der „Kantine“?",
+                   reference="Dazu enthalten die Unterlagen keine Angabe.", passages=[], facts=[], concepts=[],
+                   cues=("euro", "kostet"), topic="Kantine")  # fmt: skip
+    assert filters.check(item) == "answerable"
+    assert 0 < len(filters._passage_rows) <= LEXICAL_NEIGHBOURS < len(passages)
+
+
+def test_release_dates_are_number_items_but_never_a_multi_passage_pair() -> None:
+    import random
+
+    from bqas.ragsynth.kinds import load_kinds
+    from bqas.ragsynth.offline import extractive_items, multi_passage_items
+
+    texts = ["Version 6.14.0 of the data tool was released on 2023-06-23.",
+             "Version 6.12.0 of the data tool was released on 2023-06-01."]  # fmt: skip
+    passages = [Passage(f"notes.md#{i}", "notes.md", None, f"Release {i}", t, (t,), "en") for i, t in enumerate(texts)]
+    kinds = load_kinds()
+    numbers = extractive_items(kinds["number"], passages, "en")
+    assert [n.query for n in numbers] == [
+        "When was Version 6.14.0 of the data tool released?",
+        "When was Version 6.12.0 of the data tool released?",
+    ]
+    assert multi_passage_items(kinds["multi_passage"], numbers, "en", random.Random(1)) == []

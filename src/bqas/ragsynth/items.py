@@ -39,7 +39,8 @@ class RagItem:
     tags: list[str] = field(default_factory=list)
     cues: tuple[str, ...] = ()
     topic: str = ""
-    #: Whether the question names its subject without the section (a "Key: value" row needs the heading).
+    #: Whether the item may be one of a multi-passage pair: its question names its subject without the
+    #: section (a "Key: value" row needs the heading) and its pattern allows pairing.
     standalone: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 

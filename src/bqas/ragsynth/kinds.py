@@ -36,6 +36,9 @@ class SentencePattern:
     question: str
     #: Fewest content words the subject needs ("What is the data?" names nothing in particular).
     min_subject_words: int = 0
+    #: Whether two of its items make a multi-passage question (two release dates say nothing about how two
+    #: versions differ).
+    pairs: bool = True
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,11 @@ def parse_kind(data: Any, where: str) -> Kind:
                 raise KindFileError(f"{at}.match: {exc}") from None
             if "answer" not in rx.groupindex:
                 raise KindFileError(f"{at}.match: needs a group named answer")
-            compiled.append(SentencePattern(rx, str(item["question"]), int(item.get("min_subject_words") or 0)))
+            compiled.append(
+                SentencePattern(
+                    rx, str(item["question"]), int(item.get("min_subject_words") or 0), bool(item.get("pairs", True))
+                )
+            )
         patterns[lang] = tuple(compiled)
     templates: dict[str, tuple[Template, ...]] = {}
     for lang, items in _per_language(data.get("templates"), f"{where}: templates").items():

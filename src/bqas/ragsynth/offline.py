@@ -115,7 +115,7 @@ def extractive_items(kind: Kind, passages: Sequence[Passage], language: str) -> 
                         answer=answer.strip(" .。"),
                         key=sentence,
                         topic=subject,
-                        standalone="{heading}" not in pattern.question,
+                        standalone="{heading}" not in pattern.question and pattern.pairs,
                     )
                 )
                 break
