@@ -49,7 +49,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(r"^(\s*)```(\w+)([^\n`]*)$")
+FENCE = re.compile(r"^(\s*)```(\w*)([^\n`]*)$")
 
 #: Documented lines that are not executed here, with the reason; each pattern must match a doc line.
 NOT_RUN: dict[str, str] = {
@@ -66,6 +66,8 @@ NOT_RUN: dict[str, str] = {
 }
 
 SHELL = {"bash", "sh", "shell", "console"}
+#: A fence without a language that starts with a command is a shell block too (label it ```bash).
+COMMAND = re.compile(r"^(\$ )?(bqas|curl|python3?|pip|docker|nice|\.venv/|scripts/|benchmarks/)\b")
 
 #: Unmarked shell blocks that another test executes: (page, the block's first line) -> that test file.
 RUN_ELSEWHERE: dict[tuple[str, str], str] = {
@@ -86,7 +88,7 @@ NOT_RUN_BLOCKS: dict[tuple[str, str], str] = {
     "(the quick tour block runs here); test.sh is the whole suite, which CI runs",
     ("README.md", "export BQAS_LLM_BASE_URL=http://localhost:8000/v1"): "needs an LLM server",
     ("README.md", "bqas run scenarios/voice_de.yaml --backend auto --llm-gguf"): "needs a 7B GGUF model file "
-    "(the engine is tested with SmolLM2 in tests/test_llm_*.py)",
+    "(the engine is tested with SmolLM2 in tests/test_local_engine_llm.py)",
     ("docs/calibration.md", "bqas calibrate --gold gold.jsonl --judge rag_hallucination"): "gold.jsonl and "
     "flat.csv.jsonl are the reader's files; most lines need an LLM server",
     ("docs/calibration.md", ".venv/bin/python benchmarks/trust/prepare_gold.py"): "needs the shared/ data "
@@ -96,7 +98,7 @@ NOT_RUN_BLOCKS: dict[tuple[str, str], str] = {
     ("docs/calibration.md", "grep '\"lang:en\"' /tmp/bqas-gold/rag_faithfulness_memerag.jsonl"): "needs the "
     "gold files prepare_gold.py makes from the shared/ data sets",
     ("docs/calibration.md", "bqas calibrate fit --gold gold.jsonl"): "gold.jsonl is the reader's file; a line "
-    "needs an LLM, one reviews in the store (tests/test_calibrate_fit*.py fit profiles)",
+    "needs an LLM, one reviews in the store (tests/test_trust_cli.py runs calibrate fit)",
     ("docs/calibration.md", "nice .venv/bin/python benchmarks/trust/bench_trust.py --repeat 5"): "a benchmark "
     "of minutes on the shared/ data sets",
     ("docs/ci.md", "bqas ci-summary runs/pr --baseline runs/base"): "needs the two runs of a CI job "
@@ -113,13 +115,15 @@ NOT_RUN_BLOCKS: dict[tuple[str, str], str] = {
     ("docs/grounding-model.md", "scripts/bootstrap.sh --dev"): "needs the shared/ data sets and WiCE; trains "
     "for up to 75 minutes",
     ("docs/intents.md", 'bqas classify "Erinnere mich morgen an die Notenabgabe"'): "needs the reader's files "
-    "(texts.jsonl, my_examples.jsonl) and an LLM server (tests/test_cli_output.py runs bqas classify)",
+    "(texts.jsonl, my_examples.jsonl) and an LLM server (tests/test_intents.py runs bqas classify)",
     ("docs/intents.md", "bqas eval-intents DATASET.jsonl [--text-field text]"): "a synopsis of the options, "
     "not a command",
     ("docs/intents.md", ".venv/bin/python benchmarks/offline/bench_intents_synth.py"): "a benchmark of minutes",
     ("docs/intents.md", ".venv/bin/python benchmarks/offline/bench_intents_xsid.py"): "needs the shared/ data "
     "sets; about 150 s",
     ("docs/llm.md", "pip install 'bqas[local]'"): "needs a 7B GGUF model file and installs a package",
+    ("docs/pii.md", ".venv/bin/python benchmarks/offline/bench_pii_de.py"): "needs the shared/ data set "
+    "(GermEval 2014); a benchmark",
     ("docs/ragas.md", "scripts/bootstrap.sh --dev"): "installs; the tests run in that install",
     ("docs/ragas.md", "nice .venv/bin/python benchmarks/peers/bench_ragas.py"): "a benchmark of minutes",
     ("docs/ray.md", "pip install 'bqas[ray]'"): "needs a Ray cluster (tests/test_ray_*.py start a local one)",
@@ -183,12 +187,16 @@ def _listed(key: tuple[str, str], table: dict[tuple[str, str], str]) -> bool:
     return any(page == key[0] and key[1].startswith(start) for page, start in table)
 
 
+def _is_shell(language: str, block: Block) -> bool:
+    return language in SHELL or (not language and bool(COMMAND.match(_key(block)[1])))
+
+
 def unrun_blocks(paths: list[Path] = DOCS) -> list[str]:
     """The shell blocks that are neither marked runnable, nor run by a named test, nor listed with a reason."""
     return [
         f"{block.name}: {_key(block)[1]!r}"
         for language, words, block in fenced(paths)
-        if language in SHELL
+        if _is_shell(language, block)
         and "runnable" not in words
         and not _listed(_key(block), RUN_ELSEWHERE)
         and not _listed(_key(block), NOT_RUN_BLOCKS)
@@ -401,7 +409,7 @@ def test_every_shell_block_is_run_or_listed() -> None:
 
 def test_every_listed_block_is_a_documented_block() -> None:
     """No stale entries: each names an unmarked shell block, and each named test file reads that page."""
-    keys = [_key(b) for language, words, b in fenced() if language in SHELL and "runnable" not in words]
+    keys = [_key(b) for language, words, b in fenced() if _is_shell(language, b) and "runnable" not in words]
     for table in (RUN_ELSEWHERE, NOT_RUN_BLOCKS):
         for page, start in table:
             assert any(k[0] == page and k[1].startswith(start) for k in keys), (page, start)
@@ -413,10 +421,14 @@ def test_every_listed_block_is_a_documented_block() -> None:
 def test_a_new_unlisted_block_fails_the_check(tmp_path: Path) -> None:
     doc = tmp_path / "new.md"
     doc.write_text(
-        "```bash runnable\nbqas runs\n```\n\n```sh\nbqas something-new --flag\n```\n\n```yaml\na: 1\n```\n",
+        "```bash runnable\nbqas runs\n```\n\n```sh\nbqas something-new --flag\n```\n\n```yaml\na: 1\n```\n"
+        "\n```\nan output\n```\n\n```\ncurl -s http://127.0.0.1:8765/healthz\n```\n",
         encoding="utf-8",
     )
-    assert unrun_blocks([doc]) == ["new.md:5: 'bqas something-new --flag'"]
+    assert unrun_blocks([doc]) == [
+        "new.md:5: 'bqas something-new --flag'",
+        "new.md:17: 'curl -s http://127.0.0.1:8765/healthz'",
+    ]
 
 
 def test_every_documented_api_path_is_a_route_of_the_service(tmp_path: Path) -> None:
