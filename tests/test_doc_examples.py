@@ -20,6 +20,10 @@ Marking convention (for everyone who adds a doc example):
   the job is done, as a reader polls.
 * Lines that cannot run in a test are listed in ``NOT_RUN`` with the reason (servers that run until
   stopped, a Ray cluster); each entry must still match a documented line.
+* Every other shell block (```` ```bash ````, ``sh``, ``shell``, ``console``) must be named, by its page and
+  its first line, in ``RUN_ELSEWHERE`` (the test file that executes it, which must name the page) or in
+  ``NOT_RUN_BLOCKS`` (why no test runs it: Docker, an LLM server, a benchmark of minutes, shared/ data
+  sets, …); a new block that is none of the three fails ``test_every_shell_block_is_run_or_listed``.
 * Every ``/api/…`` path named anywhere in README.md and docs/ must be a route of the service.
 """
 
@@ -45,7 +49,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(r"^(\s*)```(\w+)([^\n`]*)$")
+FENCE = re.compile(r"^(\s*)```(\w*)([^\n`]*)$")
 
 #: Documented lines that are not executed here, with the reason; each pattern must match a doc line.
 NOT_RUN: dict[str, str] = {
@@ -56,6 +60,80 @@ NOT_RUN: dict[str, str] = {
     r"^bqas serve\b": "serves until stopped (this test starts `bqas serve` itself)",
     r"^bqas worker\b": "works until stopped (tests/test_service_replicas.py runs it)",
     r"--ray\b": "needs a Ray cluster (tests/test_ray_*.py)",
+    r"^scripts/bootstrap\.sh\b": "this test runs in the venv that the bootstrap made",
+    r"--judge-model MODEL\b": "needs an LLM server (MODEL: the reader's judge model)",
+    r"--backend llm\b": "needs an LLM server (none is reachable here; the LLM path is tested on the scripted server)",
+}
+
+SHELL = {"bash", "sh", "shell", "console"}
+#: A fence without a language that starts with a command is a shell block too (label it ```bash).
+COMMAND = re.compile(r"^(\$ )?(bqas|curl|python3?|pip|docker|nice|\.venv/|scripts/|benchmarks/)\b")
+
+#: Unmarked shell blocks that another test executes: (page, the block's first line) -> that test file.
+RUN_ELSEWHERE: dict[tuple[str, str], str] = {
+    ("docs/judge-check.md", "bqas judge-check --judge voice --backend offline"): "tests/test_judge_check.py",
+    ("docs/redteam.md", "bqas redteam --list"): "tests/test_redteam_docs.py",
+    ("docs/redteam.md", "bqas demo-assistant --tenants --port 8791 &"): "tests/test_redteam_docs.py",
+    ("docs/redteam.md", "bqas demo-assistant --tenants --leaky --port 8791 &"): "tests/test_redteam_docs.py",
+    ("docs/redteam.md", "bqas redteam --target '{type: http"): "tests/test_redteam_docs.py",
+    ("docs/synth-rag.md", "bqas synth-rag --docs src/bqas/demo/docs"): "tests/test_ragsynth_loop.py",
+    ("docs/targets.md", "bqas synth --intent reminder --count 50 --typos"): "tests/test_targets_docs.py",
+    ("docs/targets.md", "bqas run qa/reminders.yaml"): "tests/test_targets_docs.py",
+    ("docs/targets.md", "bqas run --resume RUN_ID --retry-target-errors"): "tests/test_targets_retry_errors.py",
+}
+
+#: Unmarked shell blocks that no test executes, with the reason: (page, the block's first line) -> why.
+NOT_RUN_BLOCKS: dict[tuple[str, str], str] = {
+    ("README.md", "scripts/demo.sh"): "demo.sh bootstraps the venv and runs the quick tour's voice scenario "
+    "(the quick tour block runs here); test.sh is the whole suite, which CI runs",
+    ("README.md", "export BQAS_LLM_BASE_URL=http://localhost:8000/v1"): "needs an LLM server",
+    ("README.md", "bqas run scenarios/voice_de.yaml --backend auto --llm-gguf"): "needs a 7B GGUF model file "
+    "(the engine is tested with SmolLM2 in tests/test_local_engine_llm.py)",
+    ("docs/calibration.md", "bqas calibrate --gold gold.jsonl --judge rag_hallucination"): "gold.jsonl and "
+    "flat.csv.jsonl are the reader's files; most lines need an LLM server",
+    ("docs/calibration.md", ".venv/bin/python benchmarks/trust/prepare_gold.py"): "needs the shared/ data "
+    "sets; a benchmark of minutes",
+    ("docs/calibration.md", "nice .venv/bin/python benchmarks/offline/bench_grounding_model.py"): "needs the "
+    "shared/ data sets; a benchmark of minutes",
+    ("docs/calibration.md", "grep '\"lang:en\"' /tmp/bqas-gold/rag_faithfulness_memerag.jsonl"): "needs the "
+    "gold files prepare_gold.py makes from the shared/ data sets",
+    ("docs/calibration.md", "bqas calibrate fit --gold gold.jsonl"): "gold.jsonl is the reader's file; a line "
+    "needs an LLM, one reviews in the store (tests/test_trust_cli.py runs calibrate fit)",
+    ("docs/calibration.md", "nice .venv/bin/python benchmarks/trust/bench_trust.py --repeat 5"): "a benchmark "
+    "of minutes on the shared/ data sets",
+    ("docs/ci.md", "bqas ci-summary runs/pr --baseline runs/base"): "needs the two runs of a CI job "
+    "(tests/test_ci_summary.py and tests/test_ci_pr_gate.py run ci-summary on such runs)",
+    ("docs/ci.md", "bqas run qa/voice_de.yaml --out bqas-out --no-progress"): "qa/voice_de.yaml is the "
+    "reader's scenario, a step of their CI workflow",
+    ("docs/deploy.md", "export BQAS_DB_PASSWORD=change-me"): "needs Docker (tests/test_deploy_compose.py "
+    "checks the compose file)",
+    ("docs/deploy.md", ".venv/bin/python scripts/fault_drill.py --jobs 200 --duration 90"): "a drill of about "
+    "3 minutes",
+    ("docs/dify.md", "bqas keys create dify"): "names the reader's host (bqas.internal) and serves until stopped",
+    ("docs/grounding-model.md", "bqas grounding-model train --data ../shared/datasets"): "needs the shared/ "
+    "data sets and writes the shipped model",
+    ("docs/grounding-model.md", "scripts/bootstrap.sh --dev"): "needs the shared/ data sets and WiCE; trains "
+    "for up to 75 minutes",
+    ("docs/intents.md", 'bqas classify "Erinnere mich morgen an die Notenabgabe"'): "needs the reader's files "
+    "(texts.jsonl, my_examples.jsonl) and an LLM server (tests/test_intents.py runs bqas classify)",
+    ("docs/intents.md", "bqas eval-intents DATASET.jsonl [--text-field text]"): "a synopsis of the options, "
+    "not a command",
+    ("docs/intents.md", ".venv/bin/python benchmarks/offline/bench_intents_synth.py"): "a benchmark of minutes",
+    ("docs/intents.md", ".venv/bin/python benchmarks/offline/bench_intents_xsid.py"): "needs the shared/ data "
+    "sets; about 150 s",
+    ("docs/llm.md", "pip install 'bqas[local]'"): "needs a 7B GGUF model file and installs a package",
+    ("docs/pii.md", ".venv/bin/python benchmarks/offline/bench_pii_de.py"): "needs the shared/ data set "
+    "(GermEval 2014); a benchmark",
+    ("docs/ragas.md", "scripts/bootstrap.sh --dev"): "installs; the tests run in that install",
+    ("docs/ragas.md", "nice .venv/bin/python benchmarks/peers/bench_ragas.py"): "a benchmark of minutes",
+    ("docs/ray.md", "pip install 'bqas[ray]'"): "needs a Ray cluster (tests/test_ray_*.py start a local one)",
+    ("docs/ray.md", "python3 -c 'import secrets; print(secrets.token_hex(32))' > /etc/bqas/ray_token"): "sets "
+    "up Ray nodes (root, several hosts)",
+    ("docs/review.md", "bqas gold export --tenant acme --judge voice"): "needs reviewed items; "
+    "tests/test_review_loop.py exports and calibrates from a store with reviews",
+    ("docs/review.md", "bqas run scenarios/voice_de.yaml"): "bqas review serves until stopped; the labels come "
+    "from a person (tests/test_review_loop.py)",
+    ("docs/viewer.md", "bqas view"): "serves until stopped (tests/test_viewer_*.py start it)",
 }
 
 
@@ -67,25 +145,62 @@ class Block:
 
     @property
     def name(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
+        return f"{_page(self.path)}:{self.line}"
 
 
-def blocks(paths: list[Path] = DOCS) -> Iterator[Block]:
-    """The fenced blocks marked ``runnable``, with their file and first line."""
+def fenced(paths: list[Path] = DOCS) -> Iterator[tuple[str, set[str], Block]]:
+    """Every fenced block: its language, the other words of its info string, the block."""
     for path in paths:
         lines = path.read_text(encoding="utf-8").splitlines()
         n = 0
         while n < len(lines):
             found = FENCE.match(lines[n])
-            if found and "runnable" in found.group(3).split():
+            if found:
                 indent, start = found.group(1), n
                 body = []
                 n += 1
-                while not lines[n].strip().startswith("```"):
+                while n < len(lines) and not lines[n].strip().startswith("```"):
                     body.append(lines[n].removeprefix(indent))
                     n += 1
-                yield Block(path, start + 1, "\n".join(body) + "\n")
+                yield found.group(2), set(found.group(3).split()), Block(path, start + 1, "\n".join(body) + "\n")
             n += 1
+
+
+def blocks(paths: list[Path] = DOCS) -> Iterator[Block]:
+    """The fenced blocks marked ``runnable``, with their file and first line."""
+    for _, words, block in fenced(paths):
+        if "runnable" in words:
+            yield block
+
+
+def _page(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+
+
+def _key(block: Block) -> tuple[str, str]:
+    """A block's page and its first line: what RUN_ELSEWHERE and NOT_RUN_BLOCKS name it by."""
+    first = next((line.strip() for line in block.text.splitlines() if line.strip()), "")
+    return _page(block.path), first
+
+
+def _listed(key: tuple[str, str], table: dict[tuple[str, str], str]) -> bool:
+    return any(page == key[0] and key[1].startswith(start) for page, start in table)
+
+
+def _is_shell(language: str, block: Block) -> bool:
+    return language in SHELL or (not language and bool(COMMAND.match(_key(block)[1])))
+
+
+def unrun_blocks(paths: list[Path] = DOCS) -> list[str]:
+    """The shell blocks that are neither marked runnable, nor run by a named test, nor listed with a reason."""
+    return [
+        f"{block.name}: {_key(block)[1]!r}"
+        for language, words, block in fenced(paths)
+        if _is_shell(language, block)
+        and "runnable" not in words
+        and not _listed(_key(block), RUN_ELSEWHERE)
+        and not _listed(_key(block), NOT_RUN_BLOCKS)
+    ]
 
 
 def _free_port() -> int:
@@ -239,8 +354,9 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
 def run_block(block: Block, workspace: dict[str, Any]) -> tuple[subprocess.CompletedProcess[str], Path]:
     work = workspace["base"] / block.name.replace("/", "_").replace(":", "_")
     work.mkdir()
-    for folder in ("scenarios", "configs", "docs"):
+    for folder in ("scenarios", "configs", "docs", "benchmarks"):
         (work / folder).symlink_to(ROOT / folder)
+    (work / ".venv").symlink_to(Path(sys.executable).parents[1])  # `.venv/bin/python …` as a reader types it
     demo_port = _free_port()
     script = prepare(block, workspace["port"], demo_port, workspace["key"])
     env = {**workspace["env"], "DOC_OUT": str(work), "BQAS_DEMO_PORT": str(demo_port)}
@@ -281,6 +397,38 @@ def test_every_not_run_entry_matches_a_documented_line() -> None:
     lines = [line.strip() for block in blocks() for line in block.text.splitlines()]
     for pattern in NOT_RUN:
         assert any(re.search(pattern, line) for line in lines), pattern
+
+
+def test_every_shell_block_is_run_or_listed() -> None:
+    """A doc block nobody runs cannot go unnoticed: mark it runnable, or name its test, or say why not."""
+    assert unrun_blocks() == [], (
+        "mark these blocks ```bash runnable, or name the test that runs them in RUN_ELSEWHERE, "
+        "or give the reason in NOT_RUN_BLOCKS"
+    )
+
+
+def test_every_listed_block_is_a_documented_block() -> None:
+    """No stale entries: each names an unmarked shell block, and each named test file reads that page."""
+    keys = [_key(b) for language, words, b in fenced() if _is_shell(language, b) and "runnable" not in words]
+    for table in (RUN_ELSEWHERE, NOT_RUN_BLOCKS):
+        for page, start in table:
+            assert any(k[0] == page and k[1].startswith(start) for k in keys), (page, start)
+    for (page, _), test in RUN_ELSEWHERE.items():
+        assert Path(page).name in (ROOT / test).read_text(encoding="utf-8"), (test, page)
+    assert all(reason.strip() for reason in NOT_RUN_BLOCKS.values())
+
+
+def test_a_new_unlisted_block_fails_the_check(tmp_path: Path) -> None:
+    doc = tmp_path / "new.md"
+    doc.write_text(
+        "```bash runnable\nbqas runs\n```\n\n```sh\nbqas something-new --flag\n```\n\n```yaml\na: 1\n```\n"
+        "\n```\nan output\n```\n\n```\ncurl -s http://127.0.0.1:8765/healthz\n```\n",
+        encoding="utf-8",
+    )
+    assert unrun_blocks([doc]) == [
+        "new.md:5: 'bqas something-new --flag'",
+        "new.md:17: 'curl -s http://127.0.0.1:8765/healthz'",
+    ]
 
 
 def test_every_documented_api_path_is_a_route_of_the_service(tmp_path: Path) -> None:
