@@ -40,11 +40,11 @@ def test_dying_writer_fails_the_run_instead_of_hanging(
     calls = {"n": 0}
     original = Store.add_results
 
-    def failing(self: Store, run_id: str, records: Any) -> int:
+    def failing(self: Store, run_id: str, records: Any, **options: Any) -> int:
         calls["n"] += 1
         if calls["n"] >= 2:
             raise OSError("disk full (planted)")
-        return original(self, run_id, records)
+        return original(self, run_id, records, **options)
 
     monkeypatch.setattr(Store, "add_results", failing)
     result = CliRunner().invoke(app, ["run", str(path), "--no-progress", "--out", str(tmp_path / "o")])

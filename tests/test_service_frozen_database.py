@@ -35,7 +35,7 @@ def _failed_jobs(store: Store) -> int:
     """Jobs marked failed, whoever submitted them (also those accepted while the database froze)."""
     from sqlalchemy import func, select
 
-    from bqas.store.models import Job
+    from bqas.store.service import Job
 
     with store.session() as s:
         return int(s.scalar(select(func.count()).select_from(Job).where(Job.status == "failed")) or 0)
