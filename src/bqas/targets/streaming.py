@@ -171,22 +171,14 @@ async def send_streaming(
             latency = round((time.perf_counter() - started) * 1000, 3)
         if status is not None and 200 <= status < 300 and failure is None:
             return StreamedAnswer(status, raw, latency, attempt, streamed=False)
-        if failure is None:  # an answer with an error status
-            code = status or 0
+        answered = failure is None  # an answer with an error status (else no answer: timeout, connection)
+        if failure is None:
             failure = TargetFailure(
-                f"HTTP {code}: {excerpt(raw)}", status=status, raw=raw, attempts=attempt, latency_ms=latency
+                f"HTTP {status or 0}: {excerpt(raw)}", status=status, raw=raw, attempts=attempt, latency_ms=latency
             )
-            wait = transport.retry.wait_after_status(code, retry_after, attempt)
-        else:
-            wait = transport.retry.backoff(attempt) if attempt <= transport.retry.max_retries else None
-        if wait is not None and not replay_safe and not unsent:
-            wait = None
-            failure.reason += " (not retried: the assistant may have taken this turn already; target.idempotent)"
-        if wait is None:
-            if attempt > 1:
-                failure.reason += f" (after {attempt} attempts)"
-            failure.args = (failure.reason,)
-            raise failure
+        wait = transport.wait_or_raise(
+            failure, (status or 0) if answered else None, retry_after, attempt, replay_safe=replay_safe or unsent
+        )
         await transport_module._sleep(wait)
 
 

@@ -162,18 +162,29 @@ class Transport:
                     attempts=attempt,
                     latency_ms=latency,
                 )
-                wait = self.retry.wait_after_status(status, retry_after, attempt)
-            else:
-                wait = self.retry.backoff(attempt) if attempt <= self.retry.max_retries else None
-            if wait is not None and not replay_safe and not unsent:
-                wait = None
-                failure.reason += " (not retried: the assistant may have taken this turn already; target.idempotent)"
-            if wait is None:
-                if attempt > 1:
-                    failure.reason += f" (after {attempt} attempts)"
-                    failure.args = (failure.reason,)
-                raise failure
-            await _sleep(wait)
+            await _sleep(self.wait_or_raise(failure, status, retry_after, attempt, replay_safe=replay_safe or unsent))
+
+    def wait_or_raise(
+        self, failure: TargetFailure, status: int | None, retry_after: float | None, attempt: int, *, replay_safe: bool
+    ) -> float:
+        """Seconds to wait before the next attempt after ``failure``, or ``failure`` raised (with how many
+        attempts it took) when the policy gives up or the request must not be sent again.
+
+        ``status`` is the answer's error status (None: no answer, a timeout or a connection error);
+        ``replay_safe`` is False for a turn the assistant may already have taken (see :meth:`send`)."""
+        if status is not None:
+            wait = self.retry.wait_after_status(status, retry_after, attempt)
+        else:
+            wait = self.retry.backoff(attempt) if attempt <= self.retry.max_retries else None
+        if wait is not None and not replay_safe:
+            wait = None
+            failure.reason += " (not retried: the assistant may have taken this turn already; target.idempotent)"
+        if wait is None:
+            if attempt > 1:
+                failure.reason += f" (after {attempt} attempts)"
+            failure.args = (failure.reason,)
+            raise failure
+        return wait
 
     async def _scrubbed(self, raw: bytes) -> bytes:
         # A few MB take tens of milliseconds to search: in a worker thread, not on the event loop.
