@@ -162,24 +162,9 @@ def _read_canaries_file(scenario: RedteamScenario, base: Path) -> None:
 
 def load_redteam_scenario(path: Path) -> RedteamScenario:
     """Load and validate a red-team scenario (``canaries_file`` merged in)."""
-    from bqas.runner.scenario import _line_index
-    from bqas.untrusted import UntrustedValueError, compose_yaml, yaml_data
+    from bqas.runner.scenario import _line_index, read_yaml_mapping
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RedteamError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        node = compose_yaml(text)
-        data = yaml_data(node)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise RedteamError(f"{path}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
-    except UntrustedValueError as exc:
-        raise RedteamError(f"{path}: {exc}") from None
-    if not isinstance(data, dict) or node is None:
-        raise RedteamError(f"{path}:1: a red-team scenario must be a YAML mapping")
+    data, node = read_yaml_mapping(path, RedteamError, "a red-team scenario")
     scenario = _validate(data, str(path), _line_index(node))
     scenario.path = path
     _read_canaries_file(scenario, path.parent)

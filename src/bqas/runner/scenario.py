@@ -215,16 +215,13 @@ def _line_for(lines: dict[tuple[str | int, ...], int], loc: tuple[str | int, ...
     return 1
 
 
-def load_scenario(path: Path, *, allow_dataset_outside: bool = False) -> Scenario:
-    """Load, validate and resolve a scenario file. Raises :class:`ScenarioError` with file:line: field.
-
-    The dataset must lie (symlinks followed) inside the scenario's folder or the working directory unless
-    ``allow_dataset_outside``: scenarios come from pull requests, and ``dataset: ../../secret`` would have
-    a CI job read, judge and publish any file it can read."""
+def read_yaml_mapping(path: Path, error: type[Exception], what: str) -> tuple[dict[str, Any], yaml.Node]:
+    """The mapping a YAML file holds and its node (for line numbers); ``error`` (``path:line: …``) when the
+    file cannot be read, is not YAML, breaks the limits on untrusted input, or is not a mapping."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
+        raise error(f"{path}: cannot read: {exc.strerror}") from None
     try:
         # One composition, limits checked (alias bombs, recursion), then the data built from it.
         node = compose_yaml(text)
@@ -232,11 +229,21 @@ def load_scenario(path: Path, *, allow_dataset_outside: bool = False) -> Scenari
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise ScenarioError(f"{path}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        raise error(f"{path}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
     except UntrustedValueError as exc:
-        raise ScenarioError(f"{path}: {exc}") from None
+        raise error(f"{path}: {exc}") from None
     if not isinstance(data, dict) or node is None:
-        raise ScenarioError(f"{path}:1: a scenario must be a YAML mapping")
+        raise error(f"{path}:1: {what} must be a YAML mapping")
+    return data, node
+
+
+def load_scenario(path: Path, *, allow_dataset_outside: bool = False) -> Scenario:
+    """Load, validate and resolve a scenario file. Raises :class:`ScenarioError` with file:line: field.
+
+    The dataset must lie (symlinks followed) inside the scenario's folder or the working directory unless
+    ``allow_dataset_outside``: scenarios come from pull requests, and ``dataset: ../../secret`` would have
+    a CI job read, judge and publish any file it can read."""
+    data, node = read_yaml_mapping(path, ScenarioError, "a scenario")
     lines = _line_index(node)
     try:
         check_value(data)  # inline samples are inputs like any other (bqas.untrusted)
