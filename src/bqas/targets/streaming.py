@@ -156,16 +156,8 @@ async def send_streaming(
                             raw=raw,
                             attempts=attempt,
                         )
-            except TimeoutError as exc:
-                unsent = isinstance(exc, aiohttp.ConnectionTimeoutError)
-                failure = TargetFailure(
-                    f"timed out: no answer within {transport.timeout:g} s (attempt {attempt} of "
-                    f"{transport.retry.max_retries + 1}; target.timeout)",
-                    attempts=attempt,
-                )
-            except aiohttp.ClientError as exc:
-                unsent = isinstance(exc, aiohttp.ClientConnectorError)
-                failure = TargetFailure(f"{type(exc).__name__}: {exc or 'no answer'}", attempts=attempt)
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                failure, unsent = transport.no_answer(exc, attempt)
             except (ValueError, UnicodeError) as exc:  # a request aiohttp refuses to build: not retried
                 raise TargetFailure(f"the request cannot be sent: {type(exc).__name__}: {exc}") from None
             latency = round((time.perf_counter() - started) * 1000, 3)

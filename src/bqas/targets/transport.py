@@ -114,16 +114,8 @@ class Transport:
                         status = response.status
                         retry_after = parse_retry_after(response.headers.get("Retry-After"))
                         location = response.headers.get("Location")
-                except TimeoutError as exc:
-                    unsent = isinstance(exc, aiohttp.ConnectionTimeoutError)
-                    failure = TargetFailure(
-                        f"timed out: no answer within {self.timeout:g} s (attempt {attempt} of "
-                        f"{self.retry.max_retries + 1}; target.timeout)",
-                        attempts=attempt,
-                    )
-                except aiohttp.ClientError as exc:
-                    unsent = isinstance(exc, aiohttp.ClientConnectorError)
-                    failure = TargetFailure(f"{type(exc).__name__}: {exc or 'no answer'}", attempts=attempt)
+                except (TimeoutError, aiohttp.ClientError) as exc:
+                    failure, unsent = self.no_answer(exc, attempt)
                 except (ValueError, UnicodeError) as exc:  # a request aiohttp refuses to build: not retried
                     raise TargetFailure(f"the request cannot be sent: {type(exc).__name__}: {exc}") from None
                 latency = round((time.perf_counter() - started) * 1000, 3)
@@ -163,6 +155,18 @@ class Transport:
                     latency_ms=latency,
                 )
             await _sleep(self.wait_or_raise(failure, status, retry_after, attempt, replay_safe=replay_safe or unsent))
+
+    def no_answer(self, exc: TimeoutError | aiohttp.ClientError, attempt: int) -> tuple[TargetFailure, bool]:
+        """The failure of an attempt that got no answer, and whether its request cannot have reached the
+        assistant (a refused connection, an unknown host, a connect timeout: safe to send again)."""
+        if isinstance(exc, TimeoutError):
+            reason = (
+                f"timed out: no answer within {self.timeout:g} s (attempt {attempt} of "
+                f"{self.retry.max_retries + 1}; target.timeout)"
+            )
+            return TargetFailure(reason, attempts=attempt), isinstance(exc, aiohttp.ConnectionTimeoutError)
+        unsent = isinstance(exc, aiohttp.ClientConnectorError)
+        return TargetFailure(f"{type(exc).__name__}: {exc or 'no answer'}", attempts=attempt), unsent
 
     def wait_or_raise(
         self, failure: TargetFailure, status: int | None, retry_after: float | None, attempt: int, *, replay_safe: bool
