@@ -1,6 +1,7 @@
 """A Ray node lost in the middle of ``bqas run --ray``: a real two-node cluster on this machine (two
 raylets, ``ray.cluster_utils``, 1 CPU each, small object stores, in a Ray temp folder of its own), the
-driver as a separate ``bqas run`` process, and the second node's raylet killed by its PID.
+driver as a separate ``bqas run`` process, and every process of the second node (its raylet and the
+workers that host actors) killed.
 
 Before, the lost actor's replacement waited for ever for a CPU (``{'CPU': 1}`` pending) and the run hung
 at N-2 of N. Now the replacement's wait is bounded (``--ray-placement-timeout``), the lost batches are
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.ray_support import isolated_ray_tmpdir
+from tests.ray_support import isolated_ray_tmpdir, kill_node
 from tests.test_ray_run import GOOD, _query, _results, _run_ids, _scenario
 
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
@@ -62,17 +62,12 @@ def two_nodes(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Any]]:
             cluster.shutdown()
 
 
-def _raylet_pid(node: Any) -> int:
-    from ray._private import ray_constants
-
-    return int(node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid)
-
-
 def _run_with_node_killed(
     tmp_path: Path, bqas_home: Path, cluster: Any, node: Any, workers: int
 ) -> tuple[Any, str, Path]:
-    """``bqas run`` on the cluster (LLM judge on the scripted server, so that it lasts); the second node's
-    raylet is SIGKILLed once some results are stored. Returns (finished process, store URL, scenario)."""
+    """``bqas run`` on the cluster (LLM judge on the scripted server, so that it lasts); every process of
+    the second node (raylet and the workers it started) is SIGKILLed once some results are stored.
+    Returns (finished process, store URL, scenario)."""
     n = N
     url = f"sqlite:///{bqas_home / 'bqas.sqlite'}"
     env = {**os.environ, "BQAS_HOME": str(bqas_home), "BQAS_LLM_CACHE": "false"}
@@ -85,18 +80,17 @@ def _run_with_node_killed(
         cmd += ["--base-url", server.base_url, "--model", "m1", "--out", str(tmp_path / "o")]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-        def kill_node() -> None:
+        def kill_when_some_are_stored() -> None:
             deadline = time.time() + 180
             while time.time() < deadline and proc.poll() is None:
                 ids = _run_ids(url, path)
                 if ids and len(_results(url, ids[-1])) >= 6:
-                    pid = _raylet_pid(node)
-                    os.kill(pid, signal.SIGKILL)
+                    kill_node(node)
                     killed.append(len(_results(url, ids[-1])))
                     return
                 time.sleep(0.1)
 
-        killer = threading.Thread(target=kill_node, daemon=True)
+        killer = threading.Thread(target=kill_when_some_are_stored, daemon=True)
         killer.start()
         try:
             out, err = proc.communicate(timeout=300)
