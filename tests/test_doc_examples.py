@@ -383,6 +383,10 @@ def run_block(block: Block, workspace: dict[str, Any]) -> tuple[subprocess.Compl
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), work
 
 
+# A block may run several commands in a row (the README's quick tour runs five): its own bound is the
+# 900 s of ``run_block``, which names the block when it is hit, so pytest's default 120 s must not cut it
+# first on a loaded machine.
+@pytest.mark.timeout(960)
 @pytest.mark.parametrize("block", list(blocks()), ids=lambda b: b.name)
 def test_doc_example_runs_as_written(block: Block, workspace: dict[str, Any]) -> None:
     done, work = run_block(block, workspace)
