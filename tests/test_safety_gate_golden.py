@@ -61,7 +61,7 @@ def test_context_prefilter_agrees_with_the_phrases() -> None:
     the phrases cannot precede: upper case, ß/ẞ, a colon, several spaces and line breaks still reach them."""
     import re
 
-    from bqas.offline.pii import _CONTEXT_LAST_RE, _may_end_context, _person_patterns
+    from bqas.offline.pii.person_latin import _CONTEXT_LAST_RE, _may_end_context, _person_patterns
 
     _, context, _ = _person_patterns()
     for phrase in ("Notiz zu", "ELTERNBRIEF AN", "liebe", "HIEẞ", "Name:", "Schülerin :", "my name is", "Dear"):

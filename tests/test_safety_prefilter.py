@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bqas.offline import manipulation, pii
+from bqas.offline.pii.detect import _prefiltered_patterns
 from bqas.offline.text import literals, normalize
 from bqas.offline.text.literals import Requirement, fold_case, required_literals
 from bqas.testing.obfuscation import TRANSFORMS
@@ -25,7 +26,7 @@ _ALL = "".join(chr(c) for c in range(sys.maxunicode + 1))
 
 def _requirements() -> list[tuple[str, Requirement]]:
     found = [(rule.id, rule.need) for rule in manipulation._rules() if rule.need is not None]
-    for pattern in pii._prefiltered_patterns():
+    for pattern in _prefiltered_patterns():
         need = required_literals(pattern)
         if need is not None:
             found.append((pattern.pattern[:30], need))

@@ -99,7 +99,7 @@ def _render(
         if not isinstance(doc, dict) or "targets" not in doc:
             raise _fail(f"{path}: not a calibration result (no 'targets')")
         return calibration_markdown(doc), _calibration_code(doc)
-    from bqas.cli.run import _store
+    from bqas.cli.run_store import _store
     from bqas.report.markdown import run_markdown
     from bqas.runner.compare import compare_runs
     from bqas.runner.run import settled_records

@@ -370,7 +370,7 @@ def runs_cmd(
     Samples, pass rate, whether the gates were met, when.
 
     Fits 80 columns; a wider terminal also shows the verdict counts (`bqas show RUN` has everything)."""
-    from bqas.cli.run import list_runs
+    from bqas.cli.runs import list_runs
 
     list_runs(limit, as_json, verbose)
 
@@ -387,7 +387,7 @@ def show_cmd(
     ] = False,
 ) -> None:
     """Print the summary of one stored run."""
-    from bqas.cli.run import show_run
+    from bqas.cli.show import show_run
 
     show_run(run_id, as_json, errors)
 
@@ -416,7 +416,7 @@ def compare_cmd(
 
     Example: bqas compare r-20261128-0900-ab12 r-20261129-0900-cd34 --max-drop 1.5
     """
-    from bqas.cli.run import compare
+    from bqas.cli.compare import compare
 
     compare(run_a, run_b, max_drop, max_worse, as_json, strict)
 

@@ -154,7 +154,7 @@ def _scenario(path: Path | None, target: str | None, resume: str | None) -> Any:
 
     try:
         if resume is not None and path is None:
-            from bqas.cli.run import _store
+            from bqas.cli.run_store import _store
             from bqas.redteam.run import scenario_of_run
 
             scenario, _ = scenario_of_run(_store(), resume)
@@ -175,7 +175,7 @@ def _scenario(path: Path | None, target: str | None, resume: str | None) -> Any:
 
 
 def _run(scenario: Any, out: Path | None, resume: str | None) -> None:
-    from bqas.cli.run import _store
+    from bqas.cli.run_store import _store
     from bqas.redteam.config import RedteamError
     from bqas.redteam.run import Interrupted, run_redteam
 
