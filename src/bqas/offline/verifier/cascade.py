@@ -9,7 +9,7 @@ final probability is a logistic combination of both stages' logits. Outside the 
 probability stands, so the average cost stays near the first stage's.
 
 The band, the combination and the thresholds live in ``bqas/data/verifier/cascade.json``; they are fitted
-(:mod:`bqas.offline.verifier.fit`) only on the calibration part of the permitted datasets, which the
+(:mod:`bqas.training.verifier.fit`) only on the calibration part of the permitted datasets, which the
 verifier was not trained on.
 """
 

@@ -1,6 +1,6 @@
 """Fit the cascade (``cascade.json``) on the calibration part of the permitted datasets.
 
-The calibration part (:func:`bqas.offline.verifier.data.is_calibration`: ~30 % of the groups of MTRAG,
+The calibration part (:func:`bqas.training.verifier.datasets.is_calibration`: ~30 % of the groups of MTRAG,
 BEGIN and HalluQA DEV) is never in the verifier's training pairs. On it:
 
 * **band**: below ``low`` the first stage's faithful verdicts are at least 95 % right, at and above
@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bqas.offline.grounding_data import Example, load_begin, load_halluqa, load_mtrag
 from bqas.offline.verifier.cascade import FORMAT, Cascade, claims_to_verify, logit
-from bqas.offline.verifier.data import is_calibration
+from bqas.training.grounding.datasets import Example, load_begin, load_halluqa, load_mtrag
+from bqas.training.verifier.datasets import group_key, is_calibration
 
 #: How many claims of one answer are scored for fitting and measuring (the least supported ones first).
 SCORED_CLAIMS = 4
@@ -44,7 +44,6 @@ def calibration_examples(data: Path) -> list[Example]:
         path = data / file
         if path.is_file():
             rows[name] = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    from bqas.offline.verifier.data import group_key
 
     for name, loader, file in (("mtrag", load_mtrag, "rag_faithfulness_en.jsonl"),
                                ("begin", load_begin, "attribution_en.jsonl"),
@@ -170,7 +169,7 @@ def fit_cascade(rows: Sequence[dict[str, Any]], verifier_id: str, max_claims: in
     """The cascade JSON fitted on scored calibration rows (:func:`score_examples`)."""
     from sklearn.linear_model import LogisticRegression
 
-    from bqas.offline.grounding_train import _best_threshold, metrics
+    from bqas.training.grounding.train import _best_threshold, metrics
 
     scored = [r | {"v": verifier_score(r, max_claims)} for r in rows if "p1" in r]
     low, high = _band(scored)

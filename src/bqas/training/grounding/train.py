@@ -2,7 +2,7 @@
 
 Steps (each deterministic for a given seed, data and embedder):
 
-1. the real examples of the trainable datasets (:func:`bqas.offline.grounding_data.load_training`) plus
+1. the real examples of the trainable datasets (:func:`bqas.training.grounding.datasets.load_training`) plus
    synthetic perturbations of their passages and of the scenario passages (German, Chinese);
 2. features (:func:`bqas.offline.grounding_model.feature_vector`, the embedder the offline tier uses);
 3. feature selection: greedy forward selection of the features whose logistic regression has the best
@@ -32,16 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bqas.offline.grounding_data import (
-    TRAINABLE,
-    Example,
-    load_training,
-    passages_of,
-    scenario_passages,
-    synthesize,
-)
 from bqas.offline.grounding_features import FEATURE_NAMES
 from bqas.offline.grounding_model import FORMAT
+from bqas.training.grounding.datasets import TRAINABLE, Example, load_training, scenario_passages
+from bqas.training.grounding.synthetic import passages_of, synthesize
 
 #: L2 strength of the logistic regression (scikit-learn's C). Chosen by leave-one-dataset-out ROC-AUC on
 #: MTRAG/BEGIN/HalluQA (0.01-0.1 best; 1.0 loses 0.03-0.06 on a held-out dataset).
