@@ -24,6 +24,7 @@ from bench_grounding_model import cached_rows, data_arguments, set_kinds
 from bqas.offline.grounding_model import GroundingModel
 from bqas.training.grounding import train as gt
 from bqas.training.grounding.datasets import Example
+from bqas.training.licences import measure_only
 
 ROOT = Path(__file__).resolve().parents[2]
 Rows = list[tuple[Example, list[float]]]
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     set_kinds(args.kinds)
 
     rows = cached_rows(args.data, args.scenarios, args.seed, args.cache)
-    train = [r for r in rows if not r[0].source.startswith("memerag")]
+    train = [r for r in rows if measure_only(r[0].source) is None]
     mem = [r for r in rows if r[0].source.startswith("memerag")]
     wanted = [n.strip() for n in args.only.split(",") if n.strip()] or list(RECIPES)
     print(f"data: {args.data}; cells: ROC-AUC / balanced accuracy / FPR % / FNR % at the run's own threshold")

@@ -20,7 +20,8 @@ Steps (each deterministic for a given seed, data and embedder):
 6. the final model is fitted on everything; the JSON gets a model card with the counts and the
    leave-one-dataset-out figures.
 
-MEMERAG, XNLI and OCNLI are never loaded here.
+MEMERAG, XNLI and OCNLI are never loaded here, and :func:`train` refuses examples of theirs
+(:mod:`bqas.training.licences`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from bqas.offline.grounding_features import FEATURE_NAMES
 from bqas.offline.grounding_model import FORMAT
 from bqas.training.grounding.datasets import TRAINABLE, Example, load_training, scenario_passages
 from bqas.training.grounding.synthetic import passages_of, synthesize
+from bqas.training.licences import check_sources
 
 #: L2 strength of the logistic regression (scikit-learn's C). Chosen by leave-one-dataset-out ROC-AUC on
 #: MTRAG/BEGIN/HalluQA (0.01-0.1 best; 1.0 loses 0.03-0.06 on a held-out dataset).
@@ -312,6 +314,7 @@ def train(
     from sklearn.linear_model import LogisticRegression
 
     rows = data.rows
+    check_sources((ex.source for ex, _ in rows), "train")
     if len({ex.label for ex, _ in rows}) < 2:
         raise ValueError("training data needs faithful and unfaithful examples")
     forced = [FEATURE_NAMES.index(n) for n in recipe.forced]

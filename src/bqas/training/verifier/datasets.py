@@ -24,9 +24,7 @@ from typing import Any
 
 from bqas.offline.text.sentences import split_sentences
 from bqas.offline.verifier.evidence import context_sentences, select
-
-#: Files that must never be read for training (non-commercial / evaluation-only licences).
-FORBIDDEN = ("memerag", "nli_de", "nli_zh", "xnli", "ocnli")
+from bqas.training.licences import check_use
 
 
 @dataclass(frozen=True)
@@ -40,8 +38,7 @@ class Pair:
 
 
 def _rows(path: Path) -> Iterator[dict[str, Any]]:
-    if any(f in path.name.casefold() for f in FORBIDDEN):
-        raise ValueError(f"{path}: evaluation-only data, never used for training")
+    check_use(path, "train")
     with path.open(encoding="utf-8") as fh:
         for line in fh:
             if line.strip():

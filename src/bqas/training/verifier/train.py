@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from bqas.offline.verifier.tokenizer import Tokenizer, model_proto, normaliser_json, translate_table
+from bqas.training.licences import MEASURE_ONLY, check_sources
 from bqas.training.verifier.datasets import Pair
 from bqas.training.verifier.e5_file import default_path, read_e5
 from bqas.training.verifier.pairs import build_pairs
@@ -172,6 +173,7 @@ def train_verifier(
         chosen = _subsample(all_pairs, cfg)
     if not chosen:
         raise ValueError(f"{data}: no training pairs (are the dataset files there?)")
+    check_sources((p.source for p in chosen), "train")
     log(f"{len(all_pairs)} pairs built, {len(chosen)} used")
     if not pairs_path.is_file() or not state_path.is_file():
         with pairs_path.open("w", encoding="utf-8") as fh:  # what was trained on: for resuming and audits
@@ -287,7 +289,7 @@ def train_verifier(
         "vocabulary": len(keep),
         "data": counts,
         "licences": {s: LICENCES.get(s, "?") for s in counts},
-        "never_trained_on": ["MEMERAG", "XNLI", "OCNLI", "tests/fixtures/contradiction_suite"],
+        "never_trained_on": [*(d.name for d in MEASURE_ONLY), "tests/fixtures/contradiction_suite"],
     }
     export(net, out, cfg)
     (out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
