@@ -27,12 +27,12 @@ MEMERAG, XNLI and OCNLI are never loaded here, and :func:`train` refuses example
 from __future__ import annotations
 
 import datetime as _dt
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bqas.mathx import logit, sigmoid
 from bqas.offline.grounding_features import FEATURE_NAMES
 from bqas.offline.grounding_model import FORMAT
 from bqas.training.grounding.datasets import TRAINABLE, Example, load_training, scenario_passages
@@ -52,6 +52,8 @@ MAX_FEATURES = 10
 #: same day with another recipe must not share an id (calibration profiles are keyed by it).
 RECIPE = 4
 _KNOTS = 65
+#: Raw probabilities are clamped to [_EPS, 1 - _EPS] before their logit (Platt calibration).
+_EPS = 1e-6
 
 
 @dataclass(frozen=True)
@@ -218,11 +220,6 @@ def select_features(
     return chosen or pool
 
 
-def _logit(p: float) -> float:
-    p = min(max(p, 1e-6), 1 - 1e-6)
-    return math.log(p / (1 - p))
-
-
 def metrics(labels: Sequence[int], probs: Sequence[float], threshold: float) -> dict[str, float | int | None]:
     """ROC-AUC, balanced accuracy, FPR and FNR (positive = unfaithful) at ``threshold``."""
     from sklearn.metrics import roc_auc_score
@@ -327,7 +324,7 @@ def train(
         zs, ys, ws = [], [], []
         for labels, probs in oof.values():
             for y, p in zip(labels, probs, strict=True):
-                zs.append([_logit(p)])
+                zs.append([logit(p, _EPS)])
                 ys.append(y)
                 ws.append(1.0 / len(labels))
         platt = LogisticRegression(C=1e6, max_iter=1000).fit(zs, ys, sample_weight=ws)
@@ -335,11 +332,11 @@ def train(
     else:
         a, b = 1.0, 0.0
     # Knots evenly spaced on the logit scale (where Platt is linear), so the interpolation stays close.
-    raw_grid = sorted({1.0 / (1.0 + math.exp(-(-8.0 + 16.0 * i / (_KNOTS - 1)))) for i in range(_KNOTS)} | {0.0, 1.0})
-    calibration = [(r, 1.0 / (1.0 + math.exp(-(a * _logit(r) + b)))) for r in raw_grid]
+    raw_grid = sorted({sigmoid(-8.0 + 16.0 * i / (_KNOTS - 1)) for i in range(_KNOTS)} | {0.0, 1.0})
+    calibration = [(r, sigmoid(a * logit(r, _EPS) + b)) for r in raw_grid]
 
     def calibrate(p: float) -> float:
-        return 1.0 / (1.0 + math.exp(-(a * _logit(p) + b)))
+        return sigmoid(a * logit(p, _EPS) + b)
 
     cal_oof = {k: (ys_, [calibrate(p) for p in ps]) for k, (ys_, ps) in oof.items()}
     threshold = _best_threshold(cal_oof, recipe.max_fpr, recipe.threshold_objective) if cal_oof else 0.5

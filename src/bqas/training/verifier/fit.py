@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bqas.offline.verifier.cascade import FORMAT, Cascade, claims_to_verify, logit
+from bqas.mathx import logit
+from bqas.offline.verifier.cascade import FORMAT, Cascade, claims_to_verify
 from bqas.training.grounding.datasets import Example, load_begin, load_halluqa, load_mtrag
 from bqas.training.licences import check_sources, check_use
 from bqas.training.verifier.datasets import group_key, is_calibration
