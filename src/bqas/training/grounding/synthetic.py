@@ -13,6 +13,8 @@ _NEG_EN = re.compile(r"\b(is|are|was|were|can|will|has|have|had|does|did|could|s
 _NEG_DE = re.compile(r"\b(ist|sind|war|waren|wird|werden|kann|können|hat|haben|muss|müssen|soll|sollen)\b(?! nicht)")
 _NEG_ZH = re.compile(r"(是|能|会|可以|应该)")
 _NUM = re.compile(r"(?<![\d.,])\d+(?:[.,]\d+)?(?![\d.,]*\d)")
+#: A capitalised name after a lower-case word or a comma (not the sentence's first word), one or two words;
+#: the verifier's perturbations swap the same names.
 _CAP = re.compile(r"(?<=[a-zäöüß,] )[A-ZÄÖÜ][a-zäöüß]{2,}(?: [A-ZÄÖÜ][a-zäöüß]{2,})?")
 _ZH_NAME = re.compile(r"[\u4e00-\u9fff]{2,4}(?=[市省县区国])")
 

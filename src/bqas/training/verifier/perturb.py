@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from bqas.offline.text.tokens import CJK_RE
 from bqas.offline.verifier.evidence import context_sentences, select
-from bqas.training.grounding.synthetic import _change_number, _negate
+from bqas.training.grounding.synthetic import _CAP, _change_number, _negate
 from bqas.training.verifier.datasets import Pair
 
 QUANTIFIERS: dict[str, list[tuple[str, str]]] = {
@@ -199,7 +199,6 @@ CAUSE = {"en": " because ", "de": ", weil ", "zh": "，因为"}
 _DE_NEGATED = re.compile(r"\b(nicht|kein|keine|keinen|keinem|keiner|nie)\s")
 _EN_NEGATED = re.compile(r"\b(not|never|no)\s|n't\b")
 _ZH_NEGATED = re.compile(r"[不没未无]")
-_CAP = re.compile(r"(?<=[a-zäöüß,] )[A-ZÄÖÜ][a-zäöüß]{2,}(?: [A-ZÄÖÜ][a-zäöüß]{2,})?")
 _ZH_NAME = re.compile(r"[\u4e00-\u9fff]{2,4}(?=[市省县区国公司大学])")
 _YEAR = re.compile(r"(?<!\d)(1[5-9]\d\d|20[0-4]\d)(?!\d)")
 _MONTHS = {
