@@ -24,8 +24,8 @@ from sklearn.metrics import brier_score_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 
 from bqas.training.licences import check_use
+from bqas.training.p_reject import fit_model
 from bqas.trust.offline import LogisticModel
-from bqas.trust.train import fit_model
 
 TRAIN = {
     "rag_hallucination": ["rag_faithfulness_en", "hallucination_en", "attribution_en", "hallucination_zh"],

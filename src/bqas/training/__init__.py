@@ -1,4 +1,4 @@
-"""Training and fitting of the offline tier's learned scorers, and the data builders they read.
+"""Training and fitting of the learned scorers (offline tier, trust tier), and the data builders they read.
 
 Only the commands that train or fit (``bqas grounding-model train``, ``train-verifier``, ``fit-cascade``),
 the benchmarks and the tests import this package. The run-time path (``bqas serve``, ``bqas run``, the
@@ -11,5 +11,8 @@ loaders.
 * :mod:`.verifier`: the verifier's training pairs (:mod:`.verifier.datasets`, :mod:`.verifier.perturb`,
   :mod:`.verifier.suite_overlap`, assembled by :mod:`.verifier.pairs`), its network and training loop
   (:mod:`.verifier.net`, :mod:`.verifier.e5_file`, :mod:`.verifier.train`; torch, a development dependency)
-  and the cascade's fit (:mod:`.verifier.fit`).
+  and the cascade's fit (:mod:`.verifier.fit`);
+* :mod:`.p_reject`: the fit of the trust tier's offline ``p_reject`` models (``benchmarks/trust/train_offline.py``);
+* :mod:`.licences`: which datasets may be used for what (measure-only ones are refused for training,
+  fitting and choosing).
 """
