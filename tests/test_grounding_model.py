@@ -12,7 +12,6 @@ import pytest
 from typer.testing import CliRunner
 
 from bqas.cli.main import app
-from bqas.offline import grounding_data as gd
 from bqas.offline.grounding_features import FEATURE_NAMES
 from bqas.offline.grounding_model import (
     GroundingModel,
@@ -24,6 +23,8 @@ from bqas.offline.grounding_model import (
     unfaithful_probability,
 )
 from bqas.offline.methods import OfflineContext
+from bqas.training.grounding import datasets as gdata
+from bqas.training.grounding import synthetic as gd
 from offline_spies import CountingEmbedder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "grounding_train"
@@ -162,7 +163,7 @@ def test_cli_score_carries_the_learned_confidence_for_hostile_input(bqas_home: P
 def test_training_refuses_measure_only_datasets(tmp_path: Path) -> None:
     for name in ("memerag", "nli_de", "ocnli"):
         with pytest.raises(ValueError, match="not a trainable dataset"):
-            gd.load_training(tmp_path, [name])
+            gdata.load_training(tmp_path, [name])
 
 
 def test_synthetic_perturbations_are_seeded_and_labelled() -> None:
@@ -261,7 +262,7 @@ def test_llm_like_perturbations_generalise_misattribute_and_add_detail(monkeypat
         ("The old bridge was opened in 1889 by the mayor. It often floods in spring.", "en"),
         ("Einige Räume sind oft geschlossen. Die Bibliothek wurde von Maria Huber gegründet.", "de"),
     ]
-    # Not the shipped kinds (grounding_data.KINDS); bench_grounding_recipes.py --kinds measures them.
+    # Not the shipped kinds (synthetic.KINDS); bench_grounding_recipes.py --kinds measures them.
     monkeypatch.setattr(gd, "KINDS", gd.LLM_LIKE_KINDS)
     kinds = gd.synthesize(passages, "t", seed=2, per_passage=12)
     unfaithful = [e.answer for e in kinds if e.label == 1]

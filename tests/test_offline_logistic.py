@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from bqas.mathx import sigmoid
 from bqas.offline.grounding_features import FEATURE_NAMES
 from bqas.offline.grounding_model import FORMAT, GroundingModel
-from bqas.offline.logistic import StandardisedLinear, sigmoid
+from bqas.offline.logistic import StandardisedLinear
 from bqas.trust.offline import MODEL_FORMAT, LogisticModel
 
 LINEAR: dict[str, Any] = {

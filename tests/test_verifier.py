@@ -13,11 +13,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bqas.offline.verifier import data as vdata
+from bqas.offline.text.sentences import split_sentences
 from bqas.offline.verifier.cascade import Cascade, claims_to_verify
-from bqas.offline.verifier.e5_file import dequantise_q4_0, read_e5
 from bqas.offline.verifier.evidence import select
 from bqas.offline.verifier.tokenizer import Tokenizer, model_proto, normaliser_json
+from bqas.training.verifier import datasets as vdata
+from bqas.training.verifier import perturb, suite_overlap
+from bqas.training.verifier.e5_file import dequantise_q4_0, read_e5
 
 SUITE = Path(__file__).parent / "fixtures" / "contradiction_suite"
 PIECES = ["<s>", "<pad>", "</s>", "<unk>", "\u2581", "\u2581die", "\u2581nicht", "\u2581the", "\u2581not", "e", "n",
@@ -134,7 +136,7 @@ def test_evidence_selection_keeps_the_sentences_sharing_most_words_in_context_or
 def test_each_perturbation_kind_changes_the_sentence(kind: str, sentence: str, language: str) -> None:
     import random
 
-    changed = vdata._perturb(kind, sentence, language, random.Random(0), ["Berlin"], "a pump failed last week")
+    changed = perturb._perturb(kind, sentence, language, random.Random(0), ["Berlin"], "a pump failed last week")
     assert changed is not None and changed != sentence
 
 
@@ -146,14 +148,14 @@ def test_training_data_refuses_evaluation_only_files(tmp_path: Path) -> None:
 
 
 def test_training_pairs_never_share_a_sentence_with_the_contradiction_suite() -> None:
-    banned = vdata.suite_sentences(SUITE)
+    banned = suite_overlap.suite_sentences(SUITE)
     suite_line = json.loads((SUITE / "de.jsonl").read_text(encoding="utf-8").splitlines()[0])
     pairs = [
         vdata.Pair("Ein anderer Satz über Kurse.", "Kurse sind wichtig.", 0, "begin", "de"),
         vdata.Pair("Ein anderer Satz über Kurse.", suite_line["context"], 0, "begin", "de"),
         vdata.Pair(suite_line["faithful"], "Kurse sind wichtig.", 0, "begin", "de"),
     ]
-    assert vdata.drop_overlap(pairs, banned) == pairs[:1]
+    assert suite_overlap.drop_overlap(pairs, banned) == pairs[:1]
 
 
 def test_calibration_split_is_by_group_and_about_a_third() -> None:
@@ -195,7 +197,7 @@ def test_tiny_training_resumes_from_its_checkpoint_and_exports_an_onnx_model(tmp
     pytest.importorskip("torch")
     pytest.importorskip("onnx")
     from bqas.offline.verifier.runtime import claim_probabilities, load_verifier
-    from bqas.offline.verifier.train import Config, train_verifier
+    from bqas.training.verifier.train import Config, train_verifier
 
     write_fake_e5(tmp_path / "e5.bin")
     good = vdata.Pair("die Bibliothek öffnet um 8 Uhr.", "die Bibliothek öffnet um 8 Uhr.", 0, "begin", "de")
@@ -237,7 +239,7 @@ class _RunsCode:
 @pytest.mark.timeout(900)  # torch imports are slow on a loaded machine
 def test_resuming_refuses_a_checkpoint_that_would_run_code(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
-    from bqas.offline.verifier.train import Config, train_verifier
+    from bqas.training.verifier.train import Config, train_verifier
 
     write_fake_e5(tmp_path / "e5.bin")
     pair = vdata.Pair("die Bibliothek öffnet um 8 Uhr.", "die Bibliothek öffnet um 8 Uhr.", 0, "begin", "de")
@@ -255,8 +257,8 @@ def test_resuming_refuses_a_checkpoint_that_would_run_code(tmp_path: Path) -> No
 
 
 def test_contradiction_suite_has_100_minimal_pairs_per_language_written_apart_from_training_passages() -> None:
-    from bqas.offline.grounding_data import scenario_passages
     from bqas.offline.verifier.suite import KINDS, load_suite
+    from bqas.training.grounding.datasets import scenario_passages
 
     pairs = load_suite(SUITE)
     assert len({p.id for p in pairs}) == len(pairs)
@@ -268,10 +270,10 @@ def test_contradiction_suite_has_100_minimal_pairs_per_language_written_apart_fr
     for p in pairs:
         assert p.faithful != p.unfaithful and p.faithful not in p.context  # a paraphrase, not a copy
     # the scenario passages are training inputs of the verifier: none of the suite's contexts comes from them
-    banned = vdata.suite_sentences(SUITE)
+    banned = suite_overlap.suite_sentences(SUITE)
     root = Path(__file__).resolve().parents[1]
     for text, _lang in scenario_passages(root / "scenarios" / "data"):
-        assert not any(vdata._key(s) in banned for s in vdata.split_sentences(text))
+        assert not any(suite_overlap._key(s) in banned for s in split_sentences(text))
 
 
 def test_suite_loader_names_the_file_line_and_field(tmp_path: Path) -> None:

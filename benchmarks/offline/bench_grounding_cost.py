@@ -32,7 +32,6 @@ from _data import DEFAULT_DATA, data_part
 
 from bqas.offline import grounding
 from bqas.offline.embeddings import default_embedder
-from bqas.offline.grounding_data import load_mtrag
 from bqas.offline.grounding_model import (
     cascade_enabled,
     learned_grounding,
@@ -41,6 +40,7 @@ from bqas.offline.grounding_model import (
     load_model,
 )
 from bqas.offline.methods import OfflineContext
+from bqas.training.grounding.datasets import load_mtrag
 
 
 def _cold(ctx: OfflineContext) -> None:

@@ -3,7 +3,7 @@
     nice .venv/bin/python benchmarks/offline/bench_grounding_model.py --data ../shared/datasets [--cache FILE]
 
 For each trainable dataset (MTRAG, BEGIN, HalluQA) a model is trained with the shipped recipe
-(:func:`bqas.offline.grounding_train.train`: its own inner leave-one-dataset-out calibration and
+(:func:`bqas.training.grounding.train.train`: its own inner leave-one-dataset-out calibration and
 threshold) on everything *except* that dataset and the synthetic examples made from its passages, and
 measured on it at that model's threshold (nested leave-one-dataset-out). MEMERAG en/es/fr (CC BY-NC,
 measuring only) is measured with the model trained on all three, i.e. the recipe of the shipped file.
@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bqas.offline.grounding_data import Example, load_halueval, load_memerag
 from bqas.offline.grounding_features import FEATURE_NAMES
 from bqas.offline.grounding_model import GroundingModel
-from bqas.offline.grounding_train import Featurized, build_examples, dataset_of, featurize, metrics, train
+from bqas.training.grounding.datasets import Example, load_halueval, load_memerag
+from bqas.training.grounding.train import Featurized, build_examples, dataset_of, featurize, metrics, train
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,7 +116,7 @@ def cached_rows(data: Path, scenarios: Path, seed: int, cache: Path) -> list[tup
 
 def set_kinds(kinds: str) -> None:
     """Use these synthetic perturbation kinds (``negate,number,entity,invent,invent`` = recipe 1's)."""
-    from bqas.offline import grounding_data as gd
+    from bqas.training.grounding import synthetic as gd
 
     if kinds:
         gd.KINDS = tuple(k.strip() for k in kinds.split(",") if k.strip())

@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _data import DEFAULT_DATA, data_part
 
 from bqas.offline.embeddings import CachedEmbedder, Embedder, Usem3Embedder
-from bqas.offline.grounding_data import load_memerag
 from bqas.offline.grounding_features import FEATURE_NAMES
 from bqas.offline.grounding_model import feature_vector
 from bqas.offline.methods import OfflineContext
+from bqas.training.grounding.datasets import load_memerag
 
 FEATURES = ("sim_min", "sim_mean", "sim2_mean", "qa_relevance")
 

@@ -4,7 +4,7 @@
         --cache /tmp/grounding-features.jsonl [--only all,length-free]
 
 Reads the feature cache that ``bench_grounding_model.py --cache`` writes (same data, seed and order) and
-runs each :class:`bqas.offline.grounding_train.Recipe` through the real ``train()`` *nested*: for each
+runs each :class:`bqas.training.grounding.train.Recipe` through the real ``train()`` *nested*: for each
 training dataset (MTRAG, BEGIN, HalluQA) the whole recipe (feature selection, fit, Platt calibration,
 threshold) runs without it and without the synthetic examples made from its passages, and is measured on
 it at that run's own threshold (ROC-AUC, balanced accuracy, FPR, FNR). The recipe to ship is chosen on
@@ -21,9 +21,10 @@ from typing import Any
 
 from bench_grounding_model import cached_rows, data_arguments, set_kinds
 
-from bqas.offline import grounding_train as gt
-from bqas.offline.grounding_data import Example
 from bqas.offline.grounding_model import GroundingModel
+from bqas.training.grounding import train as gt
+from bqas.training.grounding.datasets import Example
+from bqas.training.licences import measure_only
 
 ROOT = Path(__file__).resolve().parents[2]
 Rows = list[tuple[Example, list[float]]]
@@ -38,7 +39,7 @@ RECIPES: dict[str, gt.Recipe] = {
     "length-free-weakest": gt.Recipe(4, candidates=gt.LENGTH_FREE + _NOT_LENGTH_FREE_MINMAX),
     "length-free-worst-t": gt.Recipe(4, candidates=gt.LENGTH_FREE, threshold_objective="worst"),
     "length-free-mean": gt.Recipe(4, candidates=gt.LENGTH_FREE, selection="mean"),
-    "length-free-supported": gt.SHIPPED,  # shipped since 2026-12-01 (with grounding_data.KINDS)
+    "length-free-supported": gt.SHIPPED,  # shipped since 2026-12-01 (with synthetic.KINDS)
     "length-free-sim": gt.Recipe(4, candidates=gt.LENGTH_FREE, forced=("sim_mean",)),
 }
 
@@ -85,14 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kinds",
         default="",
-        help="synthetic perturbation kinds, comma-separated (default: grounding_data.KINDS; the LLM-like set: "
+        help="synthetic perturbation kinds, comma-separated (default: synthetic.KINDS; the LLM-like set: "
         "negate,number,entity,invent,invent,generalise,attribute,detail)",
     )
     args = parser.parse_args(argv)
     set_kinds(args.kinds)
 
     rows = cached_rows(args.data, args.scenarios, args.seed, args.cache)
-    train = [r for r in rows if not r[0].source.startswith("memerag")]
+    train = [r for r in rows if measure_only(r[0].source) is None]
     mem = [r for r in rows if r[0].source.startswith("memerag")]
     wanted = [n.strip() for n in args.only.split(",") if n.strip()] or list(RECIPES)
     print(f"data: {args.data}; cells: ROC-AUC / balanced accuracy / FPR % / FNR % at the run's own threshold")

@@ -28,17 +28,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bqas.offline.grounding_data import Example, load_memerag
-from bqas.offline.grounding_train import metrics
 from bqas.offline.verifier.cascade import Cascade, load_cascade
-from bqas.offline.verifier.fit import (
+from bqas.offline.verifier.suite import load_suite
+from bqas.training.grounding.datasets import Example, load_memerag
+from bqas.training.grounding.train import metrics
+from bqas.training.verifier.fit import (
     add_verifier,
     calibration_examples,
     cascade_probability,
     score_examples,
     verifier_score,
 )
-from bqas.offline.verifier.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 

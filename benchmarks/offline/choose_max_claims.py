@@ -19,9 +19,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from bqas.offline.grounding_train import metrics
 from bqas.offline.verifier.cascade import Cascade
-from bqas.offline.verifier.fit import cascade_probability, fit_cascade
+from bqas.training.grounding.train import metrics
+from bqas.training.verifier.fit import cascade_probability, fit_cascade
 
 TOLERANCE = 0.005
 

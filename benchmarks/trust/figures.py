@@ -25,6 +25,7 @@ import numpy as np
 from scipy.stats import beta
 from sklearn.metrics import roc_auc_score
 
+from bqas.training.licences import check_use, measure_only
 from bqas.trust.offline import LogisticModel, _shipped
 from bqas.trust.thresholds import decide, fit_tier
 
@@ -42,7 +43,6 @@ def _load(path: Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-EVALUATION_ONLY = {"rag_faithfulness_memerag"}
 IN_SAMPLE = {"rag_faithfulness_en", "hallucination_en", "attribution_en", "hallucination_zh", "pii_de"}
 
 
@@ -167,7 +167,9 @@ def main() -> None:
             }
             # MEMERAG (CC BY-NC) is for measuring only: no threshold is fitted on any part of it. Its
             # decisions under thresholds fitted on the permitted sets: precision_transfer.py.
-            evaluation_only = base in EVALUATION_ONLY or name.startswith("memerag_")
+            evaluation_only = measure_only(name) is not None
+            if not evaluation_only:
+                check_use(name, "choose")
             for fnr, fpr in [] if evaluation_only else TARGETS:
                 row["targets"][f"{fnr:g}/{fpr:g}"] = halves(
                     s, y, fnr, fpr, args.splits, seed=7, precision=args.precision or None

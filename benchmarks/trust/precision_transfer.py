@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bqas.training.licences import check_use
 from bqas.trust.offline import _shipped
 from bqas.trust.thresholds import decide, fit_tier
 
@@ -62,6 +63,8 @@ def main() -> None:
     parser.add_argument("--features", type=Path, default=Path("/tmp/bqas-trust/features"))
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    for name in FIT_SETS:
+        check_use(name, "choose")
     fit_data = {name: _scores(_load(args.features / f"{name}.jsonl")) for name in FIT_SETS}
     fit_data["pooled"] = (
         [s for n in FIT_SETS for s in fit_data[n][0]],

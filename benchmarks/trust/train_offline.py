@@ -23,8 +23,9 @@ import numpy as np
 from sklearn.metrics import brier_score_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 
+from bqas.training.licences import check_use
+from bqas.training.p_reject import fit_model
 from bqas.trust.offline import LogisticModel
-from bqas.trust.train import fit_model
 
 TRAIN = {
     "rag_hallucination": ["rag_faithfulness_en", "hallucination_en", "attribution_en", "hallucination_zh"],
@@ -36,7 +37,6 @@ OUT_OF_SCOPE = {
     "rag_hallucination": ["manipulation_n"],
     "rag_privacy": ["pii_email", "pii_phone", "pii_iban", "pii_address", "pii_id", "manipulation_n"],
 }
-FORBIDDEN = {"rag_faithfulness_memerag", "nli_de", "nli_zh"}
 OUT = Path(__file__).resolve().parents[2] / "src" / "bqas" / "data" / "trust"
 
 
@@ -53,7 +53,8 @@ def main() -> None:
     args = parser.parse_args()
     date = datetime.now(UTC).date().isoformat()
     for judge, sets in TRAIN.items():
-        assert not FORBIDDEN & set(sets)
+        for name in sets:
+            check_use(name, "train")
         data = {s: _load(args.features / f"{s}.jsonl") for s in sets}
         train_rows, test_rows = [], []
         for name, rows in data.items():

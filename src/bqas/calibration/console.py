@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bqas.calibration.figure_text import figure_text, language_figures
 
-def _fig(data: dict[str, Any] | None, percent: bool = False) -> str:
+
+def _fig(data: Mapping[str, Any] | None, percent: bool = False) -> str:
     """``12.5 % [8.1–18.2] (n=120)``: the figure, its 95 % interval where it has one, and its n."""
-    if not data:
-        return "–"
-    value = data.get("value")
-    if value is None:
-        return f"undefined ({data.get('undefined') or 'no data'})"
-    text = f"{100 * value:.1f} %" if percent else f"{value:.3f}"
-    interval = data.get("interval")
-    if interval:
-        lo, hi = interval
-        text += f" [{100 * lo:.1f}–{100 * hi:.1f}]" if percent else f" [{lo:.3f}–{hi:.3f}]"
-    return text + f" (n={data.get('n', 0)})"
+    return figure_text(data, percent).plain()
 
 
 def target_result(x: dict[str, Any]) -> str:
@@ -129,18 +122,8 @@ def _languages(console: Console, by_language: dict[str, Any]) -> None:
         t.add_row(
             lang,
             str(b["samples"]),
-            *(
-                escape(s)
-                for s in (
-                    _fig(b["reject"]["fpr"], True),
-                    _fig(b["reject"]["fnr"], True),
-                    _fig(b["reject"]["accuracy"], True),
-                    _fig(b["verdicts"]["agreement"], True),
-                    _fig(b["verdicts"]["kappa"]),
-                    _fig(b["abstention_rate"], True),
-                    _latency(b.get("service_ms") or b["latency_ms"]),
-                )
-            ),
+            *(escape(_fig(d, percent)) for d, percent in language_figures(b)),
+            escape(_latency(b.get("service_ms") or b["latency_ms"])),
         )
     console.print(t)
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bqas.calibration.figure_text import figure_text, language_figures
 from bqas.textsafe import clean_text
 
 _CSS = """
@@ -23,19 +25,11 @@ def esc(value: object) -> str:
     return html.escape(clean_text(value), quote=True)
 
 
-def _fig(data: dict[str, Any] | None, percent: bool = False) -> str:
-    if not data:
-        return '<span class="u">–</span>'
-    value = data.get("value")
-    if value is None:
-        return f'<span class="u">undefined ({esc(data.get("undefined") or "no data")})</span>'
-    text = f"{100 * value:.1f} %" if percent else f"{value:.3f}"
-    interval = data.get("interval")
-    span = ""
-    if interval:
-        lo, hi = interval
-        span = f" [{100 * lo:.1f}–{100 * hi:.1f}]" if percent else f" [{lo:.3f}–{hi:.3f}]"
-    return f"{esc(text)}<small>{esc(span)} (n={int(data.get('n') or 0)})</small>"
+def _fig(data: Mapping[str, Any] | None, percent: bool = False) -> str:
+    fig = figure_text(data, percent)
+    if fig.missing or fig.undefined is not None:
+        return f'<span class="u">{esc(fig.plain())}</span>'
+    return f"{esc(fig.value)}<small>{esc(fig.interval)} (n={fig.n})</small>"
 
 
 def _row(cells: list[str], header: bool = False, first_left: bool = True) -> str:
@@ -246,12 +240,7 @@ def render_html(data: dict[str, Any]) -> str:
                 [
                     esc(lang),
                     esc(b["samples"]),
-                    _fig(b["reject"]["fpr"], True),
-                    _fig(b["reject"]["fnr"], True),
-                    _fig(b["reject"]["accuracy"], True),
-                    _fig(b["verdicts"]["agreement"], True),
-                    _fig(b["verdicts"]["kappa"]),
-                    _fig(b["abstention_rate"], True),
+                    *(_fig(d, percent) for d, percent in language_figures(b)),
                     _latency(b.get("service_ms") or b["latency_ms"]),
                 ]
                 for lang, b in cal["by_language"].items()

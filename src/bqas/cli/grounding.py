@@ -48,7 +48,7 @@ def train_cmd(
     leave-one-dataset-out figures. Exit 0 on success, 2 when the data is missing or unusable.
     """
     from bqas.offline.embeddings import default_embedder
-    from bqas.offline.grounding_train import build_examples, featurize, train
+    from bqas.training.grounding.train import build_examples, featurize, train
 
     if not data.is_dir():
         raise _fail(f"--data {data}: not a folder")
@@ -131,7 +131,7 @@ def train_verifier_cmd(
     import shutil
 
     try:
-        from bqas.offline.verifier.train import Config, train_verifier
+        from bqas.training.verifier.train import Config, train_verifier
     except ImportError as exc:
         raise _fail(f"training needs torch and onnx ({exc}); run scripts/bootstrap.sh --dev") from None
     if not data.is_dir():
@@ -176,8 +176,8 @@ def fit_cascade_cmd(
 
     Example: bqas grounding-model fit-cascade --verifier run --out src/bqas/data/verifier/cascade.json
     """
-    from bqas.offline.verifier.fit import MAX_CLAIMS, calibration_examples, fit_cascade, score_examples
     from bqas.offline.verifier.runtime import load_verifier
+    from bqas.training.verifier.fit import MAX_CLAIMS, calibration_examples, fit_cascade, score_examples
 
     examples = calibration_examples(data)
     if not examples:

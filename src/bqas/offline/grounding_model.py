@@ -31,10 +31,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bqas.mathx import sigmoid
 from bqas.offline._textutil import as_list, as_text, is_non_answer
 from bqas.offline.grounding import analyse_grounding
 from bqas.offline.grounding_features import FEATURE_NAMES, grounding_features
-from bqas.offline.logistic import StandardisedLinear, sigmoid
+from bqas.offline.logistic import StandardisedLinear
 from bqas.offline.methods import FACT_KEY, MethodResult, OfflineContext, offline_method
 
 if TYPE_CHECKING:

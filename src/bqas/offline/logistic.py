@@ -4,12 +4,11 @@ Both the learned grounding scorer (:mod:`bqas.offline.grounding_model`, knot cal
 per-judge ``p_reject`` models (:mod:`bqas.trust.offline`, Platt scaling) are a logistic regression over
 standardised features, stored as ``mean``/``scale``/``coef``/``intercept`` lists in JSON. They differ only
 in how a feature vector is looked up and in the calibration after the logit; the parsing, the checks
-and the arithmetic live here once.
+and the arithmetic live here once (the logistic function itself: :func:`bqas.mathx.sigmoid`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -58,11 +57,3 @@ class StandardisedLinear:
     def logit_of(self, features: Mapping[str, float]) -> float:
         """The linear score of a feature dict (absent features count as 0)."""
         return self.logit(features.get(name, 0.0) for name in self.features)
-
-
-def sigmoid(z: float) -> float:
-    """The logistic function, without overflow for any finite ``z`` (1e-300-ish tails become 0 or 1)."""
-    if z >= 0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(max(z, -745.0))
-    return e / (1.0 + e)

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bqas.judging.result import TierConfidence
-from bqas.offline.logistic import StandardisedLinear, sigmoid
+from bqas.mathx import sigmoid
+from bqas.offline.logistic import StandardisedLinear
 
 if TYPE_CHECKING:
     from bqas.judging.result import DimensionProvenance

@@ -9,20 +9,21 @@ final probability is a logistic combination of both stages' logits. Outside the 
 probability stands, so the average cost stays near the first stage's.
 
 The band, the combination and the thresholds live in ``bqas/data/verifier/cascade.json``; they are fitted
-(:mod:`bqas.offline.verifier.fit`) only on the calibration part of the permitted datasets, which the
+(:mod:`bqas.training.verifier.fit`) only on the calibration part of the permitted datasets, which the
 verifier was not trained on.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from bqas.mathx import logit, sigmoid
 
 CASCADE_RESOURCE = "cascade.json"
 FORMAT = "bqas-grounding-cascade/1"
@@ -68,13 +69,7 @@ class Cascade:
         return self.low <= p1 < self.high
 
     def combine(self, p1: float, verifier: float) -> float:
-        z = self.w_stage1 * logit(p1) + self.w_verifier * logit(verifier) + self.bias
-        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
-
-
-def logit(p: float, eps: float = 1e-4) -> float:
-    q = min(1.0 - eps, max(eps, p))
-    return math.log(q / (1.0 - q))
+        return sigmoid(self.w_stage1 * logit(p1) + self.w_verifier * logit(verifier) + self.bias)
 
 
 _LOADED: dict[str, Cascade | None] = {}

@@ -10,7 +10,6 @@ several judgments run side by side.
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from bqas.mathx import sigmoid
 from bqas.offline.verifier.evidence import context_sentences, select
 from bqas.offline.verifier.tokenizer import PAD, Tokenizer
 
@@ -95,10 +95,6 @@ def load_verifier(folder: Path | None = None) -> Verifier:
             card = json.loads(_read(folder, "card.json").decode("utf-8"))
             _LOADED[key] = Verifier(session, tokenizer, card)
         return _LOADED[key]
-
-
-def sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
 def claim_probabilities(claims: Sequence[str], facts: Sequence[str], verifier: Verifier | None = None) -> list[float]:

@@ -2,7 +2,7 @@
 
 Steps:
 
-1. training pairs (:func:`bqas.offline.verifier.data.build_pairs`; never MEMERAG, XNLI, OCNLI, nor the
+1. training pairs (:func:`bqas.training.verifier.pairs.build_pairs`; never MEMERAG, XNLI, OCNLI, nor the
    contradiction suite's sentences), subsampled per source to ``max_pairs``;
 2. the vocabulary: e5's SentencePiece pieces that tokenizing the training texts uses, plus every
    single-character piece of Latin and CJK script, plus the most probable Latin-script pieces up to
@@ -31,9 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from bqas.offline.verifier.data import Pair, build_pairs
-from bqas.offline.verifier.e5_file import default_path, read_e5
 from bqas.offline.verifier.tokenizer import Tokenizer, model_proto, normaliser_json, translate_table
+from bqas.training.licences import MEASURE_ONLY, check_sources
+from bqas.training.verifier.datasets import Pair
+from bqas.training.verifier.e5_file import default_path, read_e5
+from bqas.training.verifier.pairs import build_pairs
 
 LICENCES = {
     "wice-claim": "WiCE annotations ODC-BY, Wikipedia text CC BY-SA",
@@ -171,6 +173,7 @@ def train_verifier(
         chosen = _subsample(all_pairs, cfg)
     if not chosen:
         raise ValueError(f"{data}: no training pairs (are the dataset files there?)")
+    check_sources((p.source for p in chosen), "train")
     log(f"{len(all_pairs)} pairs built, {len(chosen)} used")
     if not pairs_path.is_file() or not state_path.is_file():
         with pairs_path.open("w", encoding="utf-8") as fh:  # what was trained on: for resuming and audits
@@ -196,7 +199,7 @@ def train_verifier(
     log(f"vocabulary: {len(keep)} of {len(e5.pieces)} pieces ({len(used)} used by the training texts)")
 
     e5 = read_e5(e5_path or default_path(), word_rows=np.array(keep))
-    from bqas.offline.verifier.net import from_e5
+    from bqas.training.verifier.net import from_e5
 
     net = from_e5(e5, cfg.layers)
     net.word.weight.requires_grad_(False)
@@ -286,7 +289,7 @@ def train_verifier(
         "vocabulary": len(keep),
         "data": counts,
         "licences": {s: LICENCES.get(s, "?") for s in counts},
-        "never_trained_on": ["MEMERAG", "XNLI", "OCNLI", "tests/fixtures/contradiction_suite"],
+        "never_trained_on": [*(d.name for d in MEASURE_ONLY), "tests/fixtures/contradiction_suite"],
     }
     export(net, out, cfg)
     (out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

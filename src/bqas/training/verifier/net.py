@@ -2,7 +2,7 @@
 XLM-RoBERTa-style post-LayerNorm encoder, with a head that reads the claim and its evidence together and
 gives one logit (positive = the evidence does not support the claim).
 
-Built from :class:`~bqas.offline.verifier.e5_file.E5File` arrays, optionally with a pruned vocabulary
+Built from :class:`~bqas.training.verifier.e5_file.E5File` arrays, optionally with a pruned vocabulary
 (``keep``: the original ids of the rows to keep, in the new id order) and fewer layers than e5 has.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bqas.offline.verifier.e5_file import E5File
+from bqas.training.verifier.e5_file import E5File
 
 
 class Layer(nn.Module):

@@ -1,8 +1,10 @@
-"""Fitting an offline ``p_reject`` model: logistic regression (scikit-learn) plus Platt scaling, to JSON.
+"""Fitting the trust tier's offline ``p_reject`` models (:class:`bqas.trust.offline.LogisticModel` reads them):
+logistic regression (scikit-learn) plus Platt scaling, to JSON (``benchmarks/trust/train_offline.py``).
 
 The Platt step is fitted on out-of-fold decision values (5-fold cross-validation), so it corrects the
 logistic regression's over-confidence on its own training data; the final regression is then refitted on
-all rows. Only licensed data may be fitted (see src/bqas/data/trust/MODEL_CARD.md); the caller chooses it.
+all rows. Only licensed data may be fitted (see src/bqas/data/trust/MODEL_CARD.md); the caller chooses it and
+checks it with :func:`bqas.training.licences.check_use`.
 """
 
 from __future__ import annotations

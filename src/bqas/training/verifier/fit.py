@@ -1,6 +1,6 @@
 """Fit the cascade (``cascade.json``) on the calibration part of the permitted datasets.
 
-The calibration part (:func:`bqas.offline.verifier.data.is_calibration`: ~30 % of the groups of MTRAG,
+The calibration part (:func:`bqas.training.verifier.datasets.is_calibration`: ~30 % of the groups of MTRAG,
 BEGIN and HalluQA DEV) is never in the verifier's training pairs. On it:
 
 * **band**: below ``low`` the first stage's faithful verdicts are at least 95 % right, at and above
@@ -10,7 +10,8 @@ BEGIN and HalluQA DEV) is never in the verifier's training pairs. On it:
 * **threshold**: the best mean balanced accuracy over the datasets (each weighted equally) of the
   cascade's probability; **claim threshold**: the same for the verifier's answer score alone.
 
-MEMERAG, XNLI and OCNLI are never read here.
+MEMERAG, XNLI and OCNLI are never read here, and :func:`fit_cascade` refuses rows of theirs
+(:mod:`bqas.training.licences`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bqas.offline.grounding_data import Example, load_begin, load_halluqa, load_mtrag
-from bqas.offline.verifier.cascade import FORMAT, Cascade, claims_to_verify, logit
-from bqas.offline.verifier.data import is_calibration
+from bqas.mathx import logit
+from bqas.offline.verifier.cascade import FORMAT, Cascade, claims_to_verify
+from bqas.training.grounding.datasets import Example, load_begin, load_halluqa, load_mtrag
+from bqas.training.licences import check_sources, check_use
+from bqas.training.verifier.datasets import group_key, is_calibration
 
 #: How many claims of one answer are scored for fitting and measuring (the least supported ones first).
 SCORED_CLAIMS = 4
@@ -43,8 +46,8 @@ def calibration_examples(data: Path) -> list[Example]:
                        ("halluqa", "hallucination_zh.jsonl")):  # fmt: skip
         path = data / file
         if path.is_file():
+            check_use(path, "fit")
             rows[name] = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    from bqas.offline.verifier.data import group_key
 
     for name, loader, file in (("mtrag", load_mtrag, "rag_faithfulness_en.jsonl"),
                                ("begin", load_begin, "attribution_en.jsonl"),
@@ -55,7 +58,7 @@ def calibration_examples(data: Path) -> list[Example]:
         for r in rows[name]:
             if is_calibration(group_key(name, r)):
                 keep.add(_example_key(name, r))
-        out += [ex for ex in loader(data / file) if _ex_key(name, ex) in keep]
+        out += [ex for ex in loader(data / file, use="fit") if _ex_key(name, ex) in keep]
     return out
 
 
@@ -170,8 +173,9 @@ def fit_cascade(rows: Sequence[dict[str, Any]], verifier_id: str, max_claims: in
     """The cascade JSON fitted on scored calibration rows (:func:`score_examples`)."""
     from sklearn.linear_model import LogisticRegression
 
-    from bqas.offline.grounding_train import _best_threshold, metrics
+    from bqas.training.grounding.train import _best_threshold, metrics
 
+    check_sources((r["source"] for r in rows), "fit")
     scored = [r | {"v": verifier_score(r, max_claims)} for r in rows if "p1" in r]
     low, high = _band(scored)
     band = [r for r in scored if r.get("v") is not None and low <= r["p1"] < high]

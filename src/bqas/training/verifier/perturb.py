@@ -1,147 +1,24 @@
-"""Training pairs for the verifier: (claim, evidence, label 1 = not supported), from data whose licences
-allow fitting and shipping weights, never from XNLI, OCNLI or MEMERAG (evaluation only).
-
-Real labelled pairs:
-
-* WiCE (``ryokamoi/wice``; annotations ODC-BY, Wikipedia text CC BY-SA): claims and sub-claims against
-  their oracle evidence sentences; supported = 0, partially / not supported = 1;
-* BEGIN (CC BY 4.0 / CDLA-Sharing-1.0): a dialogue response against its knowledge snippet;
-* HalluQA (Apache-2.0): a wrong answer against the right ones (1), a right answer against the *other*
-  right ones (0): Chinese paraphrases and contradictions;
-* MTRAG (Apache-2.0): every sentence of an answer people rated faithful, against its passages (0).
-
-Synthetic minimal pairs from permitted passages (MTRAG passages, BEGIN knowledge, WiCE evidence, GermEval
-2014 sentences from ``pii_de.jsonl`` (CC BY 4.0), HalluQA right answers, BQAS's own scenario passages): a
-passage sentence (sometimes with a clause dropped: still supported) against the evidence the run-time
-selector picks, and one change that makes it unsupported: negation added or removed, a number, date or
-unit changed, a name swapped for one of the same kind, a quantifier (alle/keine/höchstens/mindestens;
-所有/没有/至多/至少), an antonym, a wrong cause ("weil/because/因为" + a clause of another sentence), a
-hedge made certain, or the supporting sentence removed from the evidence (the claim stays on topic, the
-evidence no longer says it), or a sentence of another passage with shared words.
-
-:func:`build_pairs` refuses any pair that shares a sentence with the contradiction suite
-(``tests/fixtures/contradiction_suite``), which measures the shipped model and is never trained on.
+"""Synthetic minimal pairs for the verifier, from permitted passages (MTRAG passages, BEGIN knowledge, WiCE
+evidence, GermEval 2014 sentences from ``pii_de.jsonl`` (CC BY 4.0), HalluQA right answers, BQAS's own
+scenario passages): a passage sentence (sometimes with a clause dropped: still supported) against the
+evidence the run-time selector picks, and one change that makes it unsupported: negation added or removed,
+a number, date or unit changed, a name swapped for one of the same kind, a quantifier
+(alle/keine/höchstens/mindestens; 所有/没有/至多/至少), an antonym, a wrong cause ("weil/because/因为" + a
+clause of another sentence), a hedge made certain, or the supporting sentence removed from the evidence
+(the claim stays on topic, the evidence no longer says it), or a sentence of another passage with shared
+words.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 import re
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
 
-from bqas.offline.grounding_data import _change_number, _negate, scenario_passages
-from bqas.offline.text.language import detect_language
-from bqas.offline.text.sentences import split_sentences
 from bqas.offline.text.tokens import CJK_RE
 from bqas.offline.verifier.evidence import context_sentences, select
-
-#: Files that must never be read for training (non-commercial / evaluation-only licences).
-FORBIDDEN = ("memerag", "nli_de", "nli_zh", "xnli", "ocnli")
-
-
-@dataclass(frozen=True)
-class Pair:
-    claim: str
-    evidence: str
-    label: int  # 1 = the evidence does not support the claim
-    source: str
-    language: str
-    kind: str = ""
-
-
-def _rows(path: Path) -> Iterator[dict[str, Any]]:
-    if any(f in path.name.casefold() for f in FORBIDDEN):
-        raise ValueError(f"{path}: evaluation-only data, never used for training")
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
-
-
-# ------------------------------------------------------------------------------------- real pairs
-
-#: Share of each real dataset's groups kept out of the verifier's training: the cascade's band and
-#: combination are fitted on them (a model's own training rows would make it look surer than it is).
-CALIBRATION_SHARE = 0.3
-
-
-def is_calibration(key: str) -> bool:
-    """Whether the group ``key`` (BEGIN knowledge, HalluQA id, MTRAG conversation) is in the calibration part."""
-    return hashlib.sha256(key.encode("utf-8")).digest()[0] < int(256 * CALIBRATION_SHARE)
-
-
-def group_key(source: str, row: dict[str, Any]) -> str:
-    """The group a row of a real dataset belongs to (all its answers go to the same part)."""
-    if source == "begin":
-        return "begin:" + str(row["knowledge"])
-    if source == "halluqa":
-        return "halluqa:" + str(row["id"])
-    return "mtrag:" + str(row.get("task_id") or row["id"]).split("<::>")[0]
-
-
-def wice_pairs(folder: Path) -> list[Pair]:
-    """WiCE claims and sub-claims (``oracle_chunks/{claim,subclaim}/{dev,test}.jsonl``)."""
-    out: list[Pair] = []
-    for level in ("claim", "subclaim"):
-        for split in ("dev", "test"):
-            path = folder / level / f"{split}.jsonl"
-            if not path.is_file():
-                continue
-            for r in _rows(path):
-                claims = r["claim"] if isinstance(r["claim"], list) else [r["claim"]]
-                labels = r["label"] if isinstance(r["label"], list) else [r["label"]]
-                sents = [s for s in r["evidence"] if not s.startswith("(meta data)")]
-                for claim, label in zip(claims, labels, strict=False):
-                    ev = select(claim, sents)
-                    out.append(Pair(claim, ev, int(label != "supported"), f"wice-{level}", "en"))
-    return out
-
-
-def begin_pairs(path: Path) -> list[Pair]:
-    out = []
-    for r in _rows(path):
-        if r["label"] == "generic" or is_calibration(group_key("begin", r)):
-            continue
-        ev = select(r["response"], context_sentences([r["knowledge"]]))
-        out.append(Pair(r["response"], ev, int(r["label"] == "not_fully_attributable"), "begin", "en"))
-    return out
-
-
-def halluqa_pairs(path: Path) -> list[Pair]:
-    out = []
-    for r in _rows(path):
-        if is_calibration(group_key("halluqa", r)):
-            continue
-        rights = [a for a in r["right_answers"] if a.strip()]
-        for w in r["wrong_answers"]:
-            if w.strip() and rights:
-                out.append(Pair(w, select(w, context_sentences(rights)), 1, "halluqa", "zh"))
-        for i, a in enumerate(rights):
-            others = [x for j, x in enumerate(rights) if j != i]
-            if others:
-                out.append(Pair(a, select(a, context_sentences(others)), 0, "halluqa", "zh"))
-    return out
-
-
-def mtrag_pairs(path: Path) -> list[Pair]:
-    """Sentences of answers people rated faithful, each against its passages (supported)."""
-    out = []
-    for r in _rows(path):
-        if not r.get("contexts") or r.get("faithful") is not True or is_calibration(group_key("mtrag", r)):
-            continue
-        sents = context_sentences(r["contexts"])
-        for claim in split_sentences(r["answer"]):
-            if len(claim) >= 20:
-                out.append(Pair(claim, select(claim, sents), 0, "mtrag", "en"))
-    return out
-
-
-# ------------------------------------------------------------------------------------ perturbations
+from bqas.training.grounding.synthetic import _CAP, _change_number, _negate
+from bqas.training.verifier.datasets import Pair
 
 QUANTIFIERS: dict[str, list[tuple[str, str]]] = {
     "en": [
@@ -322,7 +199,6 @@ CAUSE = {"en": " because ", "de": ", weil ", "zh": "，因为"}
 _DE_NEGATED = re.compile(r"\b(nicht|kein|keine|keinen|keinem|keiner|nie)\s")
 _EN_NEGATED = re.compile(r"\b(not|never|no)\s|n't\b")
 _ZH_NEGATED = re.compile(r"[不没未无]")
-_CAP = re.compile(r"(?<=[a-zäöüß,] )[A-ZÄÖÜ][a-zäöüß]{2,}(?: [A-ZÄÖÜ][a-zäöüß]{2,})?")
 _ZH_NAME = re.compile(r"[\u4e00-\u9fff]{2,4}(?=[市省县区国公司大学])")
 _YEAR = re.compile(r"(?<!\d)(1[5-9]\d\d|20[0-4]\d)(?!\d)")
 _MONTHS = {
@@ -534,96 +410,3 @@ def synthesize(passages: Sequence[tuple[str, str]], source: str, seed: int, per_
                     out.append(Pair(changed, select(changed, sents), 1, f"synthetic:{source}", lang, kind))
                     break
     return out
-
-
-def germeval_passages(path: Path, group: int = 4) -> list[tuple[str, str]]:
-    """GermEval 2014 sentences (detokenised), ``group`` consecutive ones as one pseudo-passage."""
-    sents = []
-    for r in _rows(path):
-        text = re.sub(r" ([.,;:!?)\]])", r"\1", r["text"])
-        text = re.sub(r"([(\[„]) ", r"\1", text).replace(" “", "“").replace(' " ', ' "')
-        sents.append(text)
-    return [(" ".join(sents[i : i + group]), "de") for i in range(0, len(sents), group)]
-
-
-def _wice_passages(folder: Path) -> list[tuple[str, str]]:
-    out = []
-    path = folder / "claim" / "dev.jsonl"
-    if path.is_file():
-        for r in _rows(path):
-            text = " ".join(s for s in r["evidence"] if not s.startswith("(meta data)"))
-            out.append((text, "en"))
-    return out
-
-
-# ---------------------------------------------------------------------------------------- assembly
-
-
-def suite_sentences(suite: Path) -> set[str]:
-    """Every context and answer sentence of the contradiction suite (casefolded, spaces collapsed)."""
-    out: set[str] = set()
-    for path in sorted(suite.glob("*.jsonl")):
-        for r in _rows(path):
-            for text in (r["context"], r["faithful"], r["unfaithful"]):
-                out.update(_key(s) for s in split_sentences(text))
-    return out
-
-
-def drop_overlap(pairs: Sequence[Pair], banned: set[str]) -> list[Pair]:
-    """The pairs none of whose claim or evidence sentences is in ``banned`` (keys of :func:`suite_sentences`)."""
-    return [
-        p
-        for p in pairs
-        if not any(_key(s) in banned for s in (*split_sentences(p.claim), *split_sentences(p.evidence)))
-    ]
-
-
-def _key(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
-def build_pairs(data: Path, wice: Path | None, scenarios: Path | None, suite: Path | None, seed: int = 0) -> list[Pair]:
-    """All training pairs, shuffled (seeded). Missing inputs are skipped; the suite's sentences never pass."""
-    rng = random.Random(seed)
-    pairs: list[Pair] = []
-    passages: dict[str, list[tuple[str, str]]] = {}
-    if wice is not None and wice.is_dir():
-        pairs += wice_pairs(wice)
-        passages["wice"] = _wice_passages(wice)
-    if (data / "attribution_en.jsonl").is_file():
-        pairs += begin_pairs(data / "attribution_en.jsonl")
-        passages["begin"] = list(
-            dict.fromkeys(
-                (r["knowledge"], "en")
-                for r in _rows(data / "attribution_en.jsonl")
-                if not is_calibration(group_key("begin", r))
-            )
-        )
-    if (data / "hallucination_zh.jsonl").is_file():
-        pairs += halluqa_pairs(data / "hallucination_zh.jsonl")
-        passages["halluqa"] = [
-            (" ".join(r["right_answers"]), "zh")
-            for r in _rows(data / "hallucination_zh.jsonl")
-            if r["right_answers"] and not is_calibration(group_key("halluqa", r))
-        ]
-    if (data / "rag_faithfulness_en.jsonl").is_file():
-        pairs += mtrag_pairs(data / "rag_faithfulness_en.jsonl")
-        seen: dict[str, str] = {}
-        for r in _rows(data / "rag_faithfulness_en.jsonl"):
-            if is_calibration(group_key("mtrag", r)):
-                continue
-            for c in r.get("contexts") or []:
-                seen.setdefault(c, "en")
-        passages["mtrag"] = list(seen.items())
-    if (data / "pii_de.jsonl").is_file():
-        passages["germeval"] = germeval_passages(data / "pii_de.jsonl")
-    if scenarios is not None and scenarios.is_dir():
-        passages["scenarios"] = [(t, detect_language(t)) for t, _ in scenario_passages(scenarios)]
-    per = {"germeval": 2, "scenarios": 12, "halluqa": 2, "mtrag": 3, "begin": 1, "wice": 2}
-    for i, (name, ps) in enumerate(sorted(passages.items())):
-        pairs += synthesize(ps, name, seed + i, per_passage=per.get(name, 1))
-    if suite is not None and suite.is_dir():
-        pairs = drop_overlap(pairs, suite_sentences(suite))
-    pairs = [p for p in pairs if p.claim.strip() and p.evidence.strip()]
-    rng.shuffle(pairs)
-    return pairs

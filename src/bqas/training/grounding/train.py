@@ -2,7 +2,7 @@
 
 Steps (each deterministic for a given seed, data and embedder):
 
-1. the real examples of the trainable datasets (:func:`bqas.offline.grounding_data.load_training`) plus
+1. the real examples of the trainable datasets (:func:`bqas.training.grounding.datasets.load_training`) plus
    synthetic perturbations of their passages and of the scenario passages (German, Chinese);
 2. features (:func:`bqas.offline.grounding_model.feature_vector`, the embedder the offline tier uses);
 3. feature selection: greedy forward selection of the features whose logistic regression has the best
@@ -20,28 +20,24 @@ Steps (each deterministic for a given seed, data and embedder):
 6. the final model is fitted on everything; the JSON gets a model card with the counts and the
    leave-one-dataset-out figures.
 
-MEMERAG, XNLI and OCNLI are never loaded here.
+MEMERAG, XNLI and OCNLI are never loaded here, and :func:`train` refuses examples of theirs
+(:mod:`bqas.training.licences`).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bqas.offline.grounding_data import (
-    TRAINABLE,
-    Example,
-    load_training,
-    passages_of,
-    scenario_passages,
-    synthesize,
-)
+from bqas.mathx import logit, sigmoid
 from bqas.offline.grounding_features import FEATURE_NAMES
 from bqas.offline.grounding_model import FORMAT
+from bqas.training.grounding.datasets import TRAINABLE, Example, load_training, scenario_passages
+from bqas.training.grounding.synthetic import passages_of, synthesize
+from bqas.training.licences import check_sources
 
 #: L2 strength of the logistic regression (scikit-learn's C). Chosen by leave-one-dataset-out ROC-AUC on
 #: MTRAG/BEGIN/HalluQA (0.01-0.1 best; 1.0 loses 0.03-0.06 on a held-out dataset).
@@ -56,6 +52,8 @@ MAX_FEATURES = 10
 #: same day with another recipe must not share an id (calibration profiles are keyed by it).
 RECIPE = 4
 _KNOTS = 65
+#: Raw probabilities are clamped to [_EPS, 1 - _EPS] before their logit (Platt calibration).
+_EPS = 1e-6
 
 
 @dataclass(frozen=True)
@@ -222,11 +220,6 @@ def select_features(
     return chosen or pool
 
 
-def _logit(p: float) -> float:
-    p = min(max(p, 1e-6), 1 - 1e-6)
-    return math.log(p / (1 - p))
-
-
 def metrics(labels: Sequence[int], probs: Sequence[float], threshold: float) -> dict[str, float | int | None]:
     """ROC-AUC, balanced accuracy, FPR and FNR (positive = unfaithful) at ``threshold``."""
     from sklearn.metrics import roc_auc_score
@@ -318,6 +311,7 @@ def train(
     from sklearn.linear_model import LogisticRegression
 
     rows = data.rows
+    check_sources((ex.source for ex, _ in rows), "train")
     if len({ex.label for ex, _ in rows}) < 2:
         raise ValueError("training data needs faithful and unfaithful examples")
     forced = [FEATURE_NAMES.index(n) for n in recipe.forced]
@@ -330,7 +324,7 @@ def train(
         zs, ys, ws = [], [], []
         for labels, probs in oof.values():
             for y, p in zip(labels, probs, strict=True):
-                zs.append([_logit(p)])
+                zs.append([logit(p, _EPS)])
                 ys.append(y)
                 ws.append(1.0 / len(labels))
         platt = LogisticRegression(C=1e6, max_iter=1000).fit(zs, ys, sample_weight=ws)
@@ -338,11 +332,11 @@ def train(
     else:
         a, b = 1.0, 0.0
     # Knots evenly spaced on the logit scale (where Platt is linear), so the interpolation stays close.
-    raw_grid = sorted({1.0 / (1.0 + math.exp(-(-8.0 + 16.0 * i / (_KNOTS - 1)))) for i in range(_KNOTS)} | {0.0, 1.0})
-    calibration = [(r, 1.0 / (1.0 + math.exp(-(a * _logit(r) + b)))) for r in raw_grid]
+    raw_grid = sorted({sigmoid(-8.0 + 16.0 * i / (_KNOTS - 1)) for i in range(_KNOTS)} | {0.0, 1.0})
+    calibration = [(r, sigmoid(a * logit(r, _EPS) + b)) for r in raw_grid]
 
     def calibrate(p: float) -> float:
-        return 1.0 / (1.0 + math.exp(-(a * _logit(p) + b)))
+        return sigmoid(a * logit(p, _EPS) + b)
 
     cal_oof = {k: (ys_, [calibrate(p) for p in ps]) for k, (ys_, ps) in oof.items()}
     threshold = _best_threshold(cal_oof, recipe.max_fpr, recipe.threshold_objective) if cal_oof else 0.5
