@@ -195,8 +195,7 @@ def _risk_charts(run: Run) -> list[dict[str, Any]]:
 def _guarantees(run: Run) -> dict[str, Any]:
     """What the run's calibration profiles guarantee, one line per tier and side, and how many of the run's
     automatic decisions on labelled samples people agree with (the run summary's trust figures)."""
-    from bqas.cli.calibrate_fit import precision_line
-    from bqas.trust.summary import side_statement
+    from bqas.trust.summary import precision_line, side_statement
 
     config = run.config if isinstance(run.config, Mapping) else {}
     rows = []
