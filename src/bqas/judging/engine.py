@@ -31,8 +31,8 @@ from bqas.judging.precedence import MEANING_NOT_MEASURED, combine_dimension, fac
 from bqas.judging.render import render_prompt, retry_message
 from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
 from bqas.judging.spec import JudgeRegistry, JudgeSpec
-from bqas.judging.timing import start_waits, stop_waits
 from bqas.judging.workers import executor, pool_mode, submit_cpu
+from bqas.judgment.timing import start_waits, stop_waits
 from bqas.settings import check_language
 from bqas.trust.profile import CalibrationProfile
 
