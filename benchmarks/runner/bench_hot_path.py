@@ -244,9 +244,9 @@ def engine(n: int = 4000, rounds: int = 5) -> None:
 
     from bqas.judging.engine import EngineOptions, JudgeEngine
     from bqas.judging.spec import default_registry
+    from bqas.judgment.work import DatasetItem, WorkItem
     from bqas.llm.client import Completion, LLMClient, LLMConfig
-    from bqas.runner.dataset import DatasetItem
-    from bqas.runner.execute import WorkItem, judge_one
+    from bqas.runner.execute import judge_one
     from bqas.runner.run import new_event_loop
     from bqas.runner.scenario import load_scenario
 

@@ -27,7 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bqas.runner.execute import Result, RunFailed, WorkItem, judge_work, pending_items, persist_batch
+from bqas.judgment.work import WorkItem
+from bqas.runner.execute import Result, RunFailed, judge_work, pending_items, persist_batch
 from bqas.runner.loop import new_event_loop, progress_bar
 from bqas.runner.ray_pool import ActorPool, ClusterLost, cause, drive
 from bqas.runner.request import RunRequest, engine_for, llm_overrides, memory_examples

@@ -227,8 +227,8 @@ class _Session:
 
     def judge(self, judge: str, samples: list[Mapping[str, Any]], nodeid: str, language: str | None) -> list[Judgment]:
         __tracebackhide__ = True  # a failure points at the test's line, not into the plugin
-        from bqas.runner.dataset import DatasetItem
-        from bqas.runner.execute import WorkItem, judge_one
+        from bqas.judgment.work import DatasetItem, WorkItem
+        from bqas.runner.execute import judge_one
         from bqas.runner.scenario import Scenario
 
         engine = self.engine()
