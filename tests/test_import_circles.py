@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import graphlib
 import itertools
+import re
+import tomllib
 from pathlib import Path
 
 import grimp
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def import_circle(package: str) -> list[str] | None:
@@ -59,3 +63,14 @@ def test_a_lazy_circle_counts_and_a_type_checking_import_does_not(
         ["circle_probe.a:1 -> circle_probe.b", "circle_probe.b:2 -> circle_probe.a"],
         ["circle_probe.b:2 -> circle_probe.a", "circle_probe.a:1 -> circle_probe.b"],
     )
+
+
+def test_every_top_level_module_of_bqas_is_in_a_layer() -> None:
+    """A module left out of the layers contract is held to nothing: lint-imports checks only the layers named."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    named = {name.strip().strip("()") for layer in layers for name in re.split(r"[|:]", layer)}
+    src = ROOT / "src" / "bqas"
+    modules = {f"bqas.{p.stem}" for p in src.glob("*.py") if p.stem != "__init__"}
+    modules |= {f"bqas.{p.parent.name}" for p in src.glob("*/__init__.py")}
+    assert modules - named == set(), "add these to a layer of [tool.importlinter] (docs/architecture.md)"

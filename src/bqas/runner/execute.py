@@ -17,7 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from bqas.judging.engine import InvalidSample, JudgeEngine
-from bqas.judging.exchange import EXCHANGE_KEY
+from bqas.judgment.record import EXCHANGE_KEY
 from bqas.judgment.work import DatasetItem, WorkItem
 from bqas.runner.dataset import iter_dataset
 from bqas.runner.gc_tuning import fewer_collections

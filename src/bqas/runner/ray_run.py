@@ -164,7 +164,10 @@ class JudgeWorker:
         memory_examples_k: int | None,
     ) -> None:
         from bqas.judging.workers import WORKERS_ENV
+        from bqas.privacy import install
         from bqas.store.db import open_store
+
+        install()  # this actor writes to the store: with BQAS_REDACT_PII on it masks PII (bqas.redaction)
 
         # One CPU per actor (num_cpus=1): one offline worker thread, not one per core of the node.
         os.environ[WORKERS_ENV] = "1"

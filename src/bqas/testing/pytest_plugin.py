@@ -449,10 +449,13 @@ def _store_run(config: pytest.Config, records: list[dict[str, Any]]) -> None:
     import os
     from datetime import UTC, datetime
 
+    from bqas.privacy import install
     from bqas.runner.run import write_outputs
     from bqas.runner.summary import summarize
     from bqas.settings import find_home, get_settings
     from bqas.store.db import open_store
+
+    install()  # the run is stored: with BQAS_REDACT_PII on it is masked (bqas.redaction)
 
     run_id = config.stash[_RUN_ID]
     settings = get_settings()

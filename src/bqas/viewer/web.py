@@ -22,12 +22,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from bqas.auth.keys import Authenticator
-from bqas.auth.tenants import LOCAL_TENANT
 from bqas.review.sessions import SessionManager, SessionView, cookie_name
 from bqas.review.settings import ReviewSettings, get_review_settings
 from bqas.review.web import _num, _pretty, _secure, parse_page
 from bqas.store.db import Store
 from bqas.store.models import ResultRow, Run, SettledRow
+from bqas.tenants import LOCAL_TENANT
 from bqas.textsafe import form_value, html_value
 from bqas.viewer import query
 
