@@ -11,7 +11,7 @@ import httpx
 from typer.testing import CliRunner
 
 from bqas.cli.main import app
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.review.gold import iter_gold
 from bqas.review.local import LocalReview
 from bqas.review.queue import ItemFilter, list_items, status_counts, submit_review

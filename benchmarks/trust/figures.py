@@ -25,7 +25,7 @@ import numpy as np
 from scipy.stats import beta
 from sklearn.metrics import roc_auc_score
 
-from bqas.trust.offline import LogisticModel, _shipped
+from bqas.offline.p_reject import LogisticModel, _shipped
 from bqas.trust.thresholds import decide, fit_tier
 
 HALLU = ["rag_faithfulness_en", "hallucination_en", "attribution_en", "hallucination_zh"]

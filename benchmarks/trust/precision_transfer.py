@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bqas.trust.offline import _shipped
+from bqas.offline.p_reject import _shipped
 from bqas.trust.thresholds import decide, fit_tier
 
 FIT_SETS = ["rag_faithfulness_en", "attribution_en", "hallucination_zh", "hallucination_en"]

@@ -23,7 +23,7 @@ import numpy as np
 from sklearn.metrics import brier_score_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 
-from bqas.trust.offline import LogisticModel
+from bqas.offline.p_reject import LogisticModel
 from bqas.trust.train import fit_model
 
 TRAIN = {

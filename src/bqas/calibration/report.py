@@ -20,7 +20,7 @@ from bqas.calibration.metrics import (
     rate,
     reject_counts,
 )
-from bqas.judging.spec import JudgeSpec
+from bqas.judgment.spec import JudgeSpec
 
 JUDGE_VERDICTS: tuple[str, ...] = (*HUMAN_VERDICTS, "unscored")
 

@@ -13,7 +13,7 @@ import typer
 if TYPE_CHECKING:
     from bqas.calibration.evaluate import Outcome
     from bqas.calibration.gold import GoldSet
-    from bqas.judging.spec import JudgeSpec
+    from bqas.judgment.spec import JudgeSpec
     from bqas.trust.fit import LabelledItem
     from bqas.trust.profile import CalibrationProfile
 
@@ -129,10 +129,10 @@ def fit_cmd(
     """
     from bqas.calibration.evaluate import EngineRequest, JudgeConfig
     from bqas.judging.factory import LLMOverrides
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
+    from bqas.offline.p_reject import offline_model_id
     from bqas.settings import check_language, get_settings
     from bqas.trust.fit import Targets, fit_profile
-    from bqas.trust.offline import offline_model_id
     from bqas.trust.profile import ProfileConfig, judge_hash, prompt_hashes
 
     settings = get_settings()
@@ -326,7 +326,7 @@ def check_profile_run(
     ``allow_undecided``)."""
     from bqas.calibration.evaluate import EngineRequest, JudgeConfig
     from bqas.calibration.report import human_reject
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
     from bqas.settings import check_language, get_settings
     from bqas.trust.fit import HELD, NOT_HELD, profile_outcome, realised
     from bqas.trust.profile import ProfileError, check_profile, load_profile

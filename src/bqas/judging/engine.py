@@ -26,12 +26,12 @@ from bqas.judging.exchange import EXAMPLES_LIMIT, attempt_entry, bounded, failed
 from bqas.judging.llm_confidence import from_logprobs, from_samples
 from bqas.judging.manipulation import apply_manipulation, find_manipulation
 from bqas.judging.offline import OfflineJudge, TierOutput, offline_tier
-from bqas.judging.policy import apply_policy
 from bqas.judging.precedence import MEANING_NOT_MEASURED, combine_dimension, facts_against
 from bqas.judging.render import render_prompt, retry_message
-from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
-from bqas.judging.spec import JudgeRegistry, JudgeSpec
 from bqas.judging.workers import executor, pool_mode, submit_cpu
+from bqas.judgment.policy import apply_policy
+from bqas.judgment.result import DimensionProvenance, JudgmentResult, TierConfidence
+from bqas.judgment.spec import JudgeRegistry, JudgeSpec
 from bqas.judgment.timing import start_waits, stop_waits
 from bqas.settings import check_language
 from bqas.trust.profile import CalibrationProfile

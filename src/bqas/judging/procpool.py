@@ -31,7 +31,7 @@ from bqas.logs import get_logger
 
 if TYPE_CHECKING:
     from bqas.judging.offline import OfflineJudge, TierOutput
-    from bqas.judging.spec import JudgeSpec
+    from bqas.judgment.spec import JudgeSpec
     from bqas.offline.embeddings import Embedder
 
 log = get_logger(__name__)

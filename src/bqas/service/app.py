@@ -26,8 +26,8 @@ from fastapi_offline import FastAPIOffline
 from bqas import __version__
 from bqas.auth.keys import Authenticator
 from bqas.auth.throttle import FailureThrottle
-from bqas.judging.spec import default_registry
 from bqas.judging.workers import offline_workers, run_cpu
+from bqas.judgment.spec import default_registry
 from bqas.review.memory import embedder as memory_embedder
 from bqas.review.settings import get_review_settings
 from bqas.review.web import review_router

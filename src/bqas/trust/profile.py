@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 if TYPE_CHECKING:
-    from bqas.judging.spec import JudgeSpec
+    from bqas.judgment.spec import JudgeSpec
 
 PROFILE_FORMAT = "bqas-calibration-profile/1"
 ScoreField = Literal["p_reject", "risk"]
@@ -132,7 +132,7 @@ def check_profile(
 ) -> None:
     """Refuse a profile fitted for another judge, configuration, model or prompt (ProfileError says which)."""
     from bqas.offline.methods import load_builtin_methods
-    from bqas.trust.offline import offline_model_id
+    from bqas.offline.p_reject import offline_model_id
 
     load_builtin_methods()  # providers register when their method modules load
     cfg = profile.configuration
