@@ -3,8 +3,9 @@
 Whether redaction is on is a process-wide setting (``BQAS_REDACT_PII``, or :func:`enable_redaction`). What
 a mask hides is the PII detector's business, which sits in a layer above the store and the logs: it
 installs itself as the masker (:func:`use_masker`; :mod:`bqas.privacy` does so when imported, and the
-command line and the service import it at start). A text to redact while no masker is installed raises
-instead of being written unmasked.
+command line, the service, Ray actors, offline worker processes and the pytest plugin install it). A text
+to redact while no masker is installed raises instead of being written unmasked; a log record says that
+its text was withheld (:mod:`bqas.logs`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ def use_masker(masker: Masker) -> None:
     if masker is not _masker:
         _masker = masker
         redact_text.cache_clear()
+
+
+def masker_installed() -> bool:
+    """Has a masker been installed in this process (:func:`use_masker`)?"""
+    return _masker is not None
 
 
 @lru_cache(maxsize=4096)
