@@ -52,7 +52,7 @@ def _test_strings() -> list[str]:
 def _probe_strings() -> list[str]:
     import yaml
 
-    from bqas.testing.obfuscation import TRANSFORMS
+    from bqas.redteam.obfuscation import TRANSFORMS
 
     probes = yaml.safe_load((ROOT / "tests" / "fixtures" / "manipulation_probes.yaml").read_text(encoding="utf-8"))
     out: list[str] = []

@@ -6,8 +6,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from bqas.judging.offline import OfflineJudge
-from bqas.judging.result import DimensionProvenance
-from bqas.judging.spec import JudgeSpec
+from bqas.judgment.result import DimensionProvenance
+from bqas.judgment.spec import JudgeSpec
 from bqas.offline.embeddings import FloatArray, HashingEmbedder
 from bqas.offline.methods import MethodResult
 

@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from bqas.auth.keys import Authenticator, fingerprint, load_keys_file
-from bqas.auth.tenants import LOCAL_TENANT, check_tenant_name
 from bqas.auth.throttle import FailureThrottle
 from bqas.cli.main import app as cli
 from bqas.store.db import open_store
 from bqas.store.service import create_api_key, list_api_keys, revoke_api_keys, tenant_for_key
+from bqas.tenants import LOCAL_TENANT, check_tenant_name
 from test_review_page import Site, login
 from test_service_api import RAG, _auth, _start
 

@@ -13,13 +13,13 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from bqas.auth.tenants import LOCAL_TENANT
 from bqas.cli.main import app
 from bqas.review.local import LocalReview
 from bqas.review.queue import enqueue_escalations
 from bqas.review.settings import ReviewSettings
 from bqas.service.testing import ServiceServer
 from bqas.store.db import open_store
+from bqas.tenants import LOCAL_TENANT
 from bqas.textsafe import bidi_isolated
 from test_review_support import voice_record
 

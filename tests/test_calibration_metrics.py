@@ -22,7 +22,7 @@ from bqas.calibration.metrics import (
 )
 from bqas.calibration.report import calibration_block, compare_report, human_reject
 from bqas.calibration.targets import Targets, check_agreement, check_judge, load_targets
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 
 
 def test_fpr_fnr_by_hand() -> None:

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bqas.cli.main import app
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 
 
 @pytest.mark.parametrize(

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from bqas.auth.tenants import LOCAL_TENANT
 from bqas.cli.main import app
 from bqas.review.queue import open_count
 from bqas.store.db import open_store
+from bqas.tenants import LOCAL_TENANT
 
 # Lines that are messages (paths, commands), not tables: a terminal wraps them like any text.
 MESSAGES = (

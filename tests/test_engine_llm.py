@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bqas.judging.engine import EngineOptions, InvalidSample, JudgeEngine
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
 

@@ -14,7 +14,7 @@ import pytest
 from bqas.judging import workers
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.offline import OfflineJudge
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.offline.embeddings import HashingEmbedder
 from offline_spies import ObservedOfflineJudge
 

@@ -14,7 +14,7 @@ import pytest
 from bqas.judging import engine as engine_module
 from bqas.judging.engine import INLINE_GATE_CHARS, EngineOptions, JudgeEngine
 from bqas.judging.offline import OfflineJudge
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
 from offline_spies import ObservedOfflineJudge

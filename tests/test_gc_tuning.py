@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bqas.judging.engine import EngineOptions, JudgeEngine
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.runner.execute import execute_run
 from bqas.runner.gc_tuning import RUN_GEN0_THRESHOLD, fewer_collections

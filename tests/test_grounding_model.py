@@ -118,7 +118,7 @@ def _model_json() -> dict[str, Any]:
 async def test_engine_exposes_p_unfaithful_as_the_offline_p_reject() -> None:
     from bqas.judging.engine import EngineOptions, JudgeEngine
     from bqas.judging.offline import OfflineJudge
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
     from bqas.offline.embeddings import HashingEmbedder
 
     engine = JudgeEngine(

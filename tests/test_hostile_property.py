@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from bqas.jsonl import iter_json_objects
 from bqas.judging.parse import parse_reply
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.service.errors import _safe_error
 from bqas.service.models import ScoreRequest, SessionScoreRequest
 from bqas.untrusted import UntrustedValueError, check_value, repair_value

@@ -3,103 +3,74 @@
 A circle means neither module can be read (or tested, or moved) without the other, and a lazy import
 inside a function hides it from the interpreter but not from the reader: every ``import`` statement counts,
 at module level or inside a function or method. Only imports under ``if TYPE_CHECKING:`` are left out:
-they never run and name types for annotations. An import names the module it loads (``from bqas.a import
-b`` is ``bqas.a.b`` when that is a module, else ``bqas.a``); the package ``__init__`` a submodule import
-also runs is not counted, nor ``importlib.import_module`` calls with computed names.
+they never run and name types for annotations. The import graph is grimp's, the one ``lint-imports``
+checks the layer contracts on (pyproject.toml, docs/architecture.md); the contracts order packages, and
+this test adds what they cannot say: no circle among the modules inside one layer or one package.
 """
 
 from __future__ import annotations
 
-import ast
 import graphlib
 import itertools
+import re
+import tomllib
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def _module_names(src: Path) -> dict[str, Path]:
-    names = {}
-    for path in sorted(src.rglob("*.py")):
-        parts = list(path.relative_to(src).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        names[".".join(parts)] = path
-    return names
-
-
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> dict[str, int]:
-    """The modules of ``modules`` that ``name`` imports anywhere, each with the line of its first import."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: dict[str, int] = {}
-
-    def add(target: str, line: int) -> None:
-        if target != name:
-            found.setdefault(target, line)
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
-                for other in child.orelse:
-                    visit(other)
-                continue
-            if isinstance(child, ast.Import):
-                for alias in child.names:
-                    if alias.name in modules:
-                        add(alias.name, child.lineno)
-            elif isinstance(child, ast.ImportFrom):
-                base = child.module or ""
-                if child.level:
-                    parts = package.split(".")
-                    parts = parts[: len(parts) - child.level + 1]
-                    base = ".".join([*parts, base] if base else parts)
-                for alias in child.names:
-                    if f"{base}.{alias.name}" in modules:
-                        add(f"{base}.{alias.name}", child.lineno)
-                    elif base in modules:
-                        add(base, child.lineno)
-            visit(child)
-
-    visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
-    return found
-
-
-def import_circle(src: Path) -> list[str] | None:
-    """One circle of imports among the modules under ``src`` as ``module:line -> module`` steps, or None."""
-    modules = _module_names(src)
-    edges = {name: _imports(name, path, modules) for name, path in modules.items()}
+def import_circle(package: str) -> list[str] | None:
+    """One circle of imports among the modules of ``package`` as ``module:line -> module`` steps, or None."""
+    graph = grimp.build_graph(package, exclude_type_checking_imports=True, cache_dir=None)
+    edges = {name: graph.find_modules_directly_imported_by(name) for name in graph.modules}
     try:
-        graphlib.TopologicalSorter({name: set(targets) for name, targets in edges.items()}).prepare()
+        graphlib.TopologicalSorter(edges).prepare()
     except graphlib.CycleError as exc:
         cycle: list[str] = exc.args[1]
         # graphlib lists the circle against the edges' direction (a node after the nodes it depends on).
         cycle = cycle[::-1]
-        return [f"{a}:{edges[a][b]} -> {b}" for a, b in itertools.pairwise(cycle)]
+        return [
+            f"{a}:{graph.get_import_details(importer=a, imported=b)[0]['line_number']} -> {b}"
+            for a, b in itertools.pairwise(cycle)
+        ]
     return None
 
 
 def test_no_import_circle_among_bqas_modules() -> None:
-    circle = import_circle(SRC)
+    circle = import_circle("bqas")
     assert circle is None, "import circle (put what both sides need in a module below them):\n" + "\n".join(circle)
 
 
-def test_a_lazy_circle_counts_and_a_type_checking_import_does_not(tmp_path: Path) -> None:
-    package = tmp_path / "pkg"
+def test_a_lazy_circle_counts_and_a_type_checking_import_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "circle_probe"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "a.py").write_text("from pkg.b import g\n\ndef f():\n    return g()\n")
+    (package / "a.py").write_text("from circle_probe.b import g\n\ndef f():\n    return g()\n")
     (package / "b.py").write_text(
-        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from pkg import a\n\ndef g():\n    return 1\n"
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from circle_probe import a\n\ndef g():\n    return 1\n"
     )
-    assert import_circle(tmp_path) is None
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_circle("circle_probe") is None
 
-    (package / "b.py").write_text("def g():\n    from pkg.a import f\n    return f\n")
-    circle = import_circle(tmp_path)
-    assert circle in (["pkg.a:1 -> pkg.b", "pkg.b:2 -> pkg.a"], ["pkg.b:2 -> pkg.a", "pkg.a:1 -> pkg.b"])
+    (package / "b.py").write_text("def g():\n    from circle_probe.a import f\n    return f\n")
+    circle = import_circle("circle_probe")
+    assert circle in (
+        ["circle_probe.a:1 -> circle_probe.b", "circle_probe.b:2 -> circle_probe.a"],
+        ["circle_probe.b:2 -> circle_probe.a", "circle_probe.a:1 -> circle_probe.b"],
+    )
+
+
+def test_every_top_level_module_of_bqas_is_in_a_layer() -> None:
+    """A module left out of the layers contract is held to nothing: lint-imports checks only the layers named."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    named = {name.strip().strip("()") for layer in layers for name in re.split(r"[|:]", layer)}
+    src = ROOT / "src" / "bqas"
+    modules = {f"bqas.{p.stem}" for p in src.glob("*.py") if p.stem != "__init__"}
+    modules |= {f"bqas.{p.parent.name}" for p in src.glob("*/__init__.py")}
+    assert modules - named == set(), "add these to a layer of [tool.importlinter] (docs/architecture.md)"

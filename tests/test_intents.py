@@ -15,7 +15,7 @@ from bqas.intents.examples import Labelled, default_examples_path, load_labelled
 from bqas.intents.html import render_html
 from bqas.intents.llm import classify_with_judge
 from bqas.judging.engine import EngineOptions, JudgeEngine
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.offline.embeddings import HashingEmbedder
 from bqas.synth.patterns import TEACHER_INTENTS

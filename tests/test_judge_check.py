@@ -51,7 +51,7 @@ def _check(server: ScriptedLLM, *args: str) -> Any:
 
 
 def test_every_set_has_about_twenty_clear_pairs_with_the_judges_inputs() -> None:
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
 
     sets = available_sets()
     assert {("voice", "de"), ("voice", "zh"), ("rag_hallucination", "de"), ("rag_hallucination", "zh")} <= set(sets)

@@ -10,7 +10,7 @@ import pytest
 
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.parse import parse_reply
-from bqas.judging.spec import JudgeFileError, JudgeRegistry, default_registry
+from bqas.judgment.spec import JudgeFileError, JudgeRegistry, default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from bqas.cli.main import app
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.offline import OfflineJudge
-from bqas.judging.spec import JudgeFileError, JudgeRegistry, default_registry
+from bqas.judgment.spec import JudgeFileError, JudgeRegistry, default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.offline.embeddings import HashingEmbedder
 from bqas.service.app import create_app

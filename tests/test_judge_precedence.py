@@ -10,7 +10,7 @@ from typing import Any
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.offline import OfflineJudge
 from bqas.judging.precedence import MEANING_NOT_MEASURED
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.offline.embeddings import HashingEmbedder
 from bqas.testing.scripted_llm import Reply, ScriptedLLM

@@ -19,7 +19,7 @@ from bqas.ragas import judge_prompts as jp
 from bqas.ragas.adapters import SeamEmbedding, SeamLLM
 from bqas.ragas.factory import build_metric
 from bqas.ragas.metrics import LLM_METRICS
-from bqas.ragas.scripted import loopback_only
+from bqas.testing.ragas_scripted import loopback_only
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "configs" / "judge_prompts" / "zh"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bqas.judging.spec import JudgeFileError, JudgeRegistry, default_registry
+from bqas.judgment.spec import JudgeFileError, JudgeRegistry, default_registry
 
 SEED = Path(__file__).parent / "fixtures" / "seed_000_judge_prompts.txt"
 SEED_NAMES = {

@@ -14,7 +14,7 @@ from bqas.judging import dispatch
 from bqas.judging import engine as engine_module
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.offline import OfflineJudge, timed_offline_tier
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.offline.embeddings import HashingEmbedder
 from bqas.testing.scripted_llm import Reply, ScriptedLLM

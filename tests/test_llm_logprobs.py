@@ -182,7 +182,7 @@ def test_a_reply_the_tokens_do_not_spell_once_gets_no_offsets() -> None:
 
 def test_unaligned_log_probabilities_give_no_p_reject_rather_than_a_certain_one() -> None:
     from bqas.judging.llm_confidence import from_logprobs
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
 
     spec = default_registry().get("rag_hallucination")
     data = {"grounding_score": 20, "invention_detection": "fail", "source_attribution": 1}

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from bqas.cli.main import app
 from bqas.judging.parse import parse_reply
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
 
 GOOD = {"intent_accuracy": 100, "faithfulness": 5, "relevance": 5, "coherence": 5, "safety": "pass", "reasoning": "ok"}

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bqas.cli.main import app
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.local import LocalEngine
 from bqas.testing.local_engine import TEST_CTX, TEST_SLOTS, TEST_THREADS
 

@@ -22,7 +22,7 @@ from bqas.judging.llm_confidence import from_logprobs
 from bqas.judging.offline import OfflineJudge
 from bqas.judging.parse import parse_reply
 from bqas.judging.render import render_prompt
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig, LLMError
 from bqas.llm.local import LocalEngine
 from bqas.llm.servers import traits_for

@@ -12,7 +12,6 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from bqas.auth.tenants import LOCAL_TENANT
 from bqas.cli.main import app
 from bqas.review.gold import iter_gold
 from bqas.review.local import LocalReview
@@ -24,6 +23,7 @@ from bqas.service.testing import ServiceServer
 from bqas.settings import Settings
 from bqas.store.db import Store, open_store
 from bqas.store.service import create_api_key
+from bqas.tenants import LOCAL_TENANT
 from test_review_page import login
 from test_review_wiring import FINE, LEAK
 

@@ -14,7 +14,7 @@ import yaml
 from bqas.offline.manipulation import judge_field_object, judge_manipulation, parse_rules
 from bqas.offline.methods import OfflineContext, get_method
 from bqas.offline.text.normalize import compact_view, rule_view
-from bqas.testing.obfuscation import TRANSFORMS
+from bqas.redteam.obfuscation import TRANSFORMS
 
 PROBES: dict[str, Any] = yaml.safe_load(
     (Path(__file__).parent / "fixtures" / "manipulation_probes.yaml").read_text(encoding="utf-8")

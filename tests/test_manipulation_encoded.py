@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from bqas.cli.main import app
 from bqas.offline.manipulation import _rules, judge_manipulation
 from bqas.offline.text.decoded import decoded_views
-from bqas.testing.obfuscation import ENCODINGS
+from bqas.redteam.obfuscation import ENCODINGS
 
 PROBES: dict[str, Any] = yaml.safe_load(
     (Path(__file__).parent / "fixtures" / "manipulation_probes.yaml").read_text(encoding="utf-8")

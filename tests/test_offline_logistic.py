@@ -11,7 +11,7 @@ from bqas.mathx import sigmoid
 from bqas.offline.grounding_features import FEATURE_NAMES
 from bqas.offline.grounding_model import FORMAT, GroundingModel
 from bqas.offline.logistic import StandardisedLinear
-from bqas.trust.offline import MODEL_FORMAT, LogisticModel
+from bqas.offline.p_reject import MODEL_FORMAT, LogisticModel
 
 LINEAR: dict[str, Any] = {
     "features": ["novel_share", "sim_mean"],

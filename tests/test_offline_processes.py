@@ -20,7 +20,7 @@ import pytest
 from bqas.judging import dispatch
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.offline import OfflineJudge
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.offline.embeddings import HashingEmbedder
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
@@ -392,7 +392,7 @@ def test_the_service_judges_in_worker_processes(
 OWNER = """
 import asyncio, os, sys
 from bqas.judging.engine import EngineOptions, JudgeEngine
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 
 async def main() -> None:
     engine = JudgeEngine(default_registry(), options=EngineOptions(backend="offline"))

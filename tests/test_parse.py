@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bqas.judging.parse import parse_reply
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 
 SCHEMA = default_registry().get("voice").schema
 GOOD = '{"intent_accuracy": 85, "faithfulness": 4, "relevance": 5, "coherence": 4, "safety": "pass", "reasoning": "ok"}'

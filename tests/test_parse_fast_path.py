@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from bqas.judging import parse
 from bqas.judging.parse import ParseOutcome, parse_reply
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.untrusted import loads_plain, may_hold_surrogates
 
 SCHEMA = default_registry().get("voice").schema

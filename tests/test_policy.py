@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bqas.judging.policy import apply_policy
-from bqas.judging.spec import default_registry
+from bqas.judgment.policy import apply_policy
+from bqas.judgment.spec import default_registry
 
 
 def _voice():  # type: ignore[no-untyped-def]

@@ -22,7 +22,7 @@ from bqas.ragas import api
 from bqas.ragas import judge_prompts as jp
 from bqas.ragas.factory import build_metric, build_metric_pipeline
 from bqas.ragas.metrics import LLM_METRICS, METRICS
-from bqas.ragas.scripted import loopback_only, ragas_responder, response_model_name
+from bqas.testing.ragas_scripted import loopback_only, ragas_responder, response_model_name
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
 
 REPO = Path(__file__).resolve().parents[1]

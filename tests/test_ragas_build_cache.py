@@ -15,7 +15,7 @@ pytest.importorskip("ragas")
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.ragas import judge_prompts as jp
 from bqas.ragas.build_cache import BuildError, build_cache, targets
-from bqas.ragas.scripted import loopback_only
+from bqas.testing.ragas_scripted import loopback_only
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from bqas.judging.render import render_prompt
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 
 HOSTILE = [
     "{",

@@ -184,7 +184,7 @@ def test_every_item_saves_with_two_keystrokes_and_gold_holds_only_what_the_revie
     from selenium.webdriver.common.by import By
 
     from bqas.cli.main import app as main_app
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
     from bqas.review import enqueue_escalations
     from bqas.settings import get_settings
 

@@ -10,15 +10,15 @@ from pathlib import Path
 import httpx
 from typer.testing import CliRunner
 
-from bqas.auth.tenants import LOCAL_TENANT
 from bqas.cli.main import app
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.review.gold import iter_gold
 from bqas.review.local import LocalReview
 from bqas.review.queue import ItemFilter, list_items, status_counts, submit_review
 from bqas.review.settings import ReviewSettings
 from bqas.service.testing import ServiceServer
 from bqas.store.db import open_store
+from bqas.tenants import LOCAL_TENANT
 from test_review_wiring import FINE, LEAK
 
 

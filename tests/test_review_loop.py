@@ -15,7 +15,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.review import (
     ReviewSettings,
     calibration_examples,

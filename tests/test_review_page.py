@@ -14,7 +14,7 @@ import pytest
 from fastapi import FastAPI
 
 from bqas.auth.keys import Authenticator, fingerprint
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.review import ReviewSettings, enqueue_escalations, process_results
 from bqas.review.queue import ItemFilter, get_item, list_items
 from bqas.review.sessions import SessionManager

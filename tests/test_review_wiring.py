@@ -9,7 +9,6 @@ from pathlib import Path
 import httpx
 from typer.testing import CliRunner
 
-from bqas.auth.tenants import LOCAL_TENANT
 from bqas.cli.main import app
 from bqas.review.queue import ItemFilter, list_items
 from bqas.service.app import create_app
@@ -18,6 +17,7 @@ from bqas.service.testing import ServiceServer
 from bqas.settings import Settings
 from bqas.store.db import open_store
 from bqas.store.service import create_api_key
+from bqas.tenants import LOCAL_TENANT
 
 LEAK = {
     "id": "leak-1",

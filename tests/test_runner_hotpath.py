@@ -15,7 +15,7 @@ import pytest
 
 from bqas.judging import engine as engine_module
 from bqas.judging.engine import EngineOptions, JudgeEngine
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.runner.execute import execute_run
 from bqas.runner.loop import new_event_loop
@@ -110,7 +110,7 @@ def test_without_copies_and_keeps_the_callers_record() -> None:
 _IMPORTS_PROBE = """
 import sys
 from bqas.judging.engine import EngineOptions, JudgeEngine
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 llm = LLMClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m")) if sys.argv[1] == "llm" else None
 engine = JudgeEngine(default_registry(), llm=llm, options=EngineOptions(backend=sys.argv[1]))

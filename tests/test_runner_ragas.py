@@ -10,7 +10,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from bqas.cli.main import app
-from bqas.ragas.scripted import ragas_responder
+from bqas.testing.ragas_scripted import ragas_responder
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
 
 JUDGE_ANSWER = {

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from bqas.cli.main import app
 from bqas.judging.engine import EngineOptions, JudgeEngine
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
 

@@ -17,7 +17,7 @@ from bqas.offline import manipulation, pii
 from bqas.offline.pii.detect import _prefiltered_patterns
 from bqas.offline.text import literals, normalize
 from bqas.offline.text.literals import Requirement, fold_case, required_literals
-from bqas.testing.obfuscation import TRANSFORMS
+from bqas.redteam.obfuscation import TRANSFORMS
 
 pytestmark = pytest.mark.skipif(not literals.FOLDING, reason="this interpreter lacks re's case tables")
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bqas.cli.main import app
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 from bqas.offline.embeddings import HashingEmbedder
 from bqas.synth.dedup import NearDuplicateFilter, normalise

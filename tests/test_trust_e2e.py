@@ -213,7 +213,7 @@ def test_fit_run_review_refit(tmp_path: Path, llm_env: ScriptedLLM, monkeypatch:
 
 
 def test_a_profile_for_another_judge_is_refused(tmp_path: Path, bqas_home: Path) -> None:
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
     from bqas.trust.fit import LabelledItem, Targets, fit_profile
     from bqas.trust.profile import ProfileConfig, judge_hash
 

@@ -11,12 +11,12 @@ import pytest
 
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.offline import OfflineJudge
-from bqas.judging.result import TierConfidence
-from bqas.judging.spec import JudgeRegistry, default_registry
+from bqas.judgment.result import TierConfidence
+from bqas.judgment.spec import JudgeRegistry, default_registry
+from bqas.offline import p_reject as trust_offline
 from bqas.offline.embeddings import HashingEmbedder
 from bqas.offline.grounding_model import shipped_model_id
-from bqas.trust import offline as trust_offline
-from bqas.trust.offline import LogisticModel, register_offline_provider
+from bqas.offline.p_reject import LogisticModel, register_offline_provider
 
 FACTS = ["Der Eiffelturm ist 330 Meter hoch und wurde 1889 eröffnet.", "Er steht in Paris."]
 

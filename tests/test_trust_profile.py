@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.trust.fit import LabelledItem, Targets, check_on, fit_profile, profile_outcome, realised
 from bqas.trust.profile import ProfileConfig, ProfileError, check_profile, judge_hash, load_profile, prompt_hashes
 
@@ -27,7 +27,7 @@ def _items(n: int, seed: int, llm: bool = False) -> list[LabelledItem]:
 def _config() -> ProfileConfig:
     spec = default_registry().get("rag_hallucination")
     from bqas.offline.methods import load_builtin_methods
-    from bqas.trust.offline import offline_model_id
+    from bqas.offline.p_reject import offline_model_id
 
     load_builtin_methods()
     return ProfileConfig(

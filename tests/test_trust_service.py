@@ -8,8 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.offline.methods import load_builtin_methods
+from bqas.offline.p_reject import offline_model_id
 from bqas.service.app import create_app
 from bqas.service.config import ServiceSettings
 from bqas.service.testing import ServiceServer
@@ -17,7 +18,6 @@ from bqas.settings import Settings
 from bqas.store.db import open_store
 from bqas.store.service import create_api_key
 from bqas.trust.fit import LabelledItem, Targets, fit_profile
-from bqas.trust.offline import offline_model_id
 from bqas.trust.profile import ProfileConfig, judge_hash
 
 SAMPLE = {

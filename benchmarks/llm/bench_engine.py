@@ -25,10 +25,10 @@ from _server import scripted_server
 
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.parse import parse_reply
-from bqas.judging.policy import apply_policy
 from bqas.judging.render import render_prompt
-from bqas.judging.result import DimensionProvenance, JudgmentResult
-from bqas.judging.spec import default_registry
+from bqas.judgment.policy import apply_policy
+from bqas.judgment.result import DimensionProvenance, JudgmentResult
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig
 
 REPLY = json.dumps(

@@ -40,7 +40,7 @@ from _samples import rag_sample, voice_samples
 
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.render import render_prompt
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.llm.client import LLMClient, LLMConfig, request_payload
 from bqas.llm.local import LocalEngine, LocalModel
 

@@ -4,7 +4,7 @@ Figures printed, each for the shipped rules on the normalised view and, side by 
 rules on the raw text (what the gate did before normalisation):
 
 * caught share of the probe attacks as written, and after each obfuscation of
-  ``bqas.testing.obfuscation`` (several seeds);
+  ``bqas.redteam.obfuscation`` (several seeds);
 * the same for a baseline rules file (``--baseline-rules``: e.g. the rules before normalisation);
 * caught share of the literal obfuscated attacks;
 * false-trigger share on the benign probes;
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from bqas.offline.manipulation import judge_manipulation
-    from bqas.testing.obfuscation import TRANSFORMS
+    from bqas.redteam.obfuscation import TRANSFORMS
 
     raw = _raw_rules(args.baseline_rules)
     detectors = {"normalised": judge_manipulation, "raw": raw}

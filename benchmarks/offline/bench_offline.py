@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _samples import mtrag_samples, rag_samples, voice_samples
 
 from bqas.judging.engine import EngineOptions, JudgeEngine
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 MTRAG = "/work/shared/datasets/rag_faithfulness_en.jsonl"

@@ -42,7 +42,7 @@ from _data import DEFAULT_DATA, data_part
 
 from bqas.judging.engine import EngineOptions, JudgeEngine
 from bqas.judging.offline import OfflineJudge
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.offline.verifier.suite import load_suite
 from bqas.training.grounding.datasets import Example, load_begin, load_halluqa, load_memerag, load_mtrag
 

@@ -16,7 +16,7 @@ The values of both sides are compared metric by metric (same sample, same metric
 when they differ, when BQAS's second run makes an LLM call, or when BQAS is slower.
 
 The server runs in its own process (``--serve``) and answers valid JSON for each ragas response model
-(``bqas.ragas.scripted.ragas_responder``). Nothing leaves 127.0.0.1; ragas analytics are off.
+(``bqas.testing.ragas_scripted.ragas_responder``). Nothing leaves 127.0.0.1; ragas analytics are off.
 answer_relevancy needs embeddings: both sides use BQAS's embedder (``BQAS_EMBEDDER``, hashing by default
 here), so the comparison is about the LLM path.
 
@@ -55,7 +55,7 @@ SIX = (
 
 def serve(latency: float) -> None:
     """The scripted server process: ragas-aware answers after ``latency`` seconds, until killed."""
-    from bqas.ragas.scripted import ragas_responder
+    from bqas.testing.ragas_scripted import ragas_responder
     from bqas.testing.scripted_llm import ScriptedLLM
 
     server = ScriptedLLM(responder=ragas_responder, latency=latency).start()

@@ -27,7 +27,7 @@ VARIANTS = {"off": (False, False), "cache": (True, False), "review": (False, Tru
 def one(url: str, folder: Path, n: int, cache_on: bool, review_on: bool) -> tuple[float, float]:
     """Wall and CPU seconds of one runner pass over ``n`` samples."""
     from bqas.judging.engine import EngineOptions, JudgeEngine
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
     from bqas.llm.client import LLMClient, LLMConfig
     from bqas.runner.execute import execute_run
     from bqas.runner.run import new_event_loop

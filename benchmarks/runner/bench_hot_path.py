@@ -42,8 +42,8 @@ def per_call_us(fn: Callable[[], object], number: int = 5000, repeat: int = 7) -
 def pieces() -> None:
     from bqas.judging.offline import OfflineJudge, offline_tier
     from bqas.judging.parse import parse_reply
-    from bqas.judging.result import DimensionProvenance
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.result import DimensionProvenance
+    from bqas.judgment.spec import default_registry
 
     spec = default_registry().get("voice")
     print(f"parse_reply (benchmark reply)          {per_call_us(lambda: parse_reply(REPLY, spec.schema)):8.2f} us")
@@ -87,7 +87,7 @@ def changed_pieces() -> None:
     import hashlib
 
     from bqas.judging.render import CLOSE_MARKER, OPEN_MARKER, fence
-    from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
+    from bqas.judgment.result import DimensionProvenance, JudgmentResult, TierConfidence
     from bqas.llm.servers import InFlight
     from bqas.runner.run import new_event_loop
 
@@ -243,10 +243,10 @@ def engine(n: int = 4000, rounds: int = 5) -> None:
     import orjson
 
     from bqas.judging.engine import EngineOptions, JudgeEngine
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
+    from bqas.judgment.work import DatasetItem, WorkItem
     from bqas.llm.client import Completion, LLMClient, LLMConfig
-    from bqas.runner.dataset import DatasetItem
-    from bqas.runner.execute import WorkItem, judge_one
+    from bqas.runner.execute import judge_one
     from bqas.runner.run import new_event_loop
     from bqas.runner.scenario import load_scenario
 

@@ -105,7 +105,7 @@ def cli_run(n: int, url: str, concurrency: int, folder: Path, scenario: Path, *,
 def one_size(n: int, url: str, concurrency: int, folder: Path, mode: str = "off") -> dict[str, float]:
     """Run inside a child process: build the scenario, time execute_run, report peak RSS."""
     from bqas.judging.engine import EngineOptions, JudgeEngine
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
     from bqas.llm.client import LLMClient, LLMConfig
     from bqas.runner.execute import execute_run
     from bqas.runner.run import new_event_loop

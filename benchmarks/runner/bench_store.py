@@ -32,7 +32,7 @@ from _samples import rag_samples
 def real_records(n: int) -> list[dict[str, Any]]:
     """Result records of the offline rag_hallucination judge on ``n`` distinct generated RAG samples."""
     from bqas.judging.engine import EngineOptions, JudgeEngine
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
 
     engine = JudgeEngine(default_registry(), options=EngineOptions(backend="offline"))
     engine.offline.load()

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _samples import rag_samples, voice_samples
 
 from bqas.judging.engine import EngineOptions, JudgeEngine
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.privacy import redact
 
 INPUT_KEYS = ("user_input", "query", "response", "available_facts", "context", "detected_intent", "expected_intent")

@@ -20,10 +20,10 @@ import numpy as np
 
 from bqas.judging.engine import check_inputs
 from bqas.judging.offline import OfflineJudge
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.offline.methods import MethodResult
+from bqas.offline.p_reject import offline_confidence
 from bqas.trust.fit import LabelledItem, Targets, fit_profile
-from bqas.trust.offline import offline_confidence
 from bqas.trust.profile import ProfileConfig, judge_hash
 
 CONTEXTS = {

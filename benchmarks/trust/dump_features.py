@@ -19,7 +19,7 @@ from bqas.calibration.gold import load_gold
 from bqas.calibration.report import human_reject
 from bqas.judging.engine import check_inputs
 from bqas.judging.offline import OfflineJudge
-from bqas.judging.spec import default_registry
+from bqas.judgment.spec import default_registry
 from bqas.trust.evidence import offline_features
 
 SETS = {

@@ -25,8 +25,8 @@ import numpy as np
 from scipy.stats import beta
 from sklearn.metrics import roc_auc_score
 
+from bqas.offline.p_reject import LogisticModel, _shipped
 from bqas.training.licences import check_use, measure_only
-from bqas.trust.offline import LogisticModel, _shipped
 from bqas.trust.thresholds import decide, fit_tier
 
 HALLU = ["rag_faithfulness_en", "hallucination_en", "attribution_en", "hallucination_zh"]

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bqas.offline.p_reject import _shipped
 from bqas.training.licences import check_use
-from bqas.trust.offline import _shipped
 from bqas.trust.thresholds import decide, fit_tier
 
 FIT_SETS = ["rag_faithfulness_en", "attribution_en", "hallucination_zh", "hallucination_en"]

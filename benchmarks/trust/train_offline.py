@@ -23,9 +23,9 @@ import numpy as np
 from sklearn.metrics import brier_score_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 
+from bqas.offline.p_reject import LogisticModel
 from bqas.training.licences import check_use
 from bqas.training.p_reject import fit_model
-from bqas.trust.offline import LogisticModel
 
 TRAIN = {
     "rag_hallucination": ["rag_faithfulness_en", "hallucination_en", "attribution_en", "hallucination_zh"],

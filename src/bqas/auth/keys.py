@@ -6,7 +6,7 @@ file (setting ``BQAS_API_KEYS_FILE``)::
 
 A key in the file must be at least :data:`MIN_FILE_KEY_CHARS` characters with at least
 :data:`MIN_DISTINCT_CHARS` different characters (``bqas keys create`` makes 48-character random keys);
-tenant names follow :func:`bqas.auth.tenants.check_tenant_name` (no reserved ``@`` names).
+tenant names follow :func:`bqas.tenants.check_tenant_name` (no reserved ``@`` names).
 
 Lookups are cached in memory for ``ttl`` seconds, so a revoked key may work that long in a running server.
 While the store is unavailable, a key this process verified within the last ``stale_limit`` seconds keeps
@@ -25,10 +25,10 @@ from typing import Any
 
 import yaml
 
-from bqas.auth.tenants import check_tenant_name
 from bqas.auth.throttle import FailureThrottle
 from bqas.store.db import Store
 from bqas.store.service import hash_key, tenant_for_key
+from bqas.tenants import check_tenant_name
 
 MIN_FILE_KEY_CHARS = 24
 MIN_DISTINCT_CHARS = 10

@@ -11,7 +11,7 @@ from typing import Any
 from bqas.calibration.gold import GoldSample
 from bqas.judging.engine import InvalidSample, JudgeEngine
 from bqas.judging.factory import LLMOverrides, build_engine
-from bqas.judging.spec import JudgeRegistry
+from bqas.judgment.spec import JudgeRegistry
 from bqas.settings import Settings
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from bqas.jsonl import iter_json_objects
 from bqas.judging.engine import InvalidSample, check_inputs
-from bqas.judging.spec import JudgeSpec
+from bqas.judgment.spec import JudgeSpec
 from bqas.settings import check_language
 
 HUMAN_VERDICTS: tuple[str, ...] = ("production_ready", "needs_review", "failed")

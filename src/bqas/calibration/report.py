@@ -20,7 +20,7 @@ from bqas.calibration.metrics import (
     rate,
     reject_counts,
 )
-from bqas.judging.spec import JudgeSpec
+from bqas.judgment.spec import JudgeSpec
 
 JUDGE_VERDICTS: tuple[str, ...] = (*HUMAN_VERDICTS, "unscored")
 
@@ -157,7 +157,7 @@ def calibration_block(spec: JudgeSpec, outcomes: Sequence[Outcome]) -> dict[str,
         "dimensions": _dimension_vs_human(spec, outcomes),
         "latency_ms": latency_stats([float(o.record.get("latency_ms") or 0.0) for o in outcomes]),
         # The judgment's own work (the judge policy's "mean evaluation time", what the target is judged on)
-        # and the wait for a free worker or LLM slot beside it (bqas.judging.timing).
+        # and the wait for a free worker or LLM slot beside it (bqas.judgment.timing).
         "service_ms": latency_stats(
             [float(o.record.get("service_ms", o.record.get("latency_ms")) or 0.0) for o in outcomes]
         ),

@@ -202,7 +202,7 @@ def run_calibration(
     from bqas.calibration.report import DEFINITION, calibration_report, compare_report
     from bqas.calibration.targets import MISSED, UNDECIDED, check_agreement, check_judge, load_targets, outcome
     from bqas.cli.calibrate_fit import load_gold_any
-    from bqas.judging.spec import JudgeFileError, JudgeRegistry, default_registry
+    from bqas.judgment.spec import JudgeFileError, JudgeRegistry, default_registry
     from bqas.settings import check_language, get_settings
 
     settings = get_settings()

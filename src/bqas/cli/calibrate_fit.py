@@ -13,7 +13,7 @@ import typer
 if TYPE_CHECKING:
     from bqas.calibration.evaluate import Outcome
     from bqas.calibration.gold import GoldSet
-    from bqas.judging.spec import JudgeSpec
+    from bqas.judgment.spec import JudgeSpec
     from bqas.trust.fit import LabelledItem
     from bqas.trust.profile import CalibrationProfile
 
@@ -129,10 +129,10 @@ def fit_cmd(
     """
     from bqas.calibration.evaluate import EngineRequest, JudgeConfig
     from bqas.judging.factory import LLMOverrides
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
+    from bqas.offline.p_reject import offline_model_id
     from bqas.settings import check_language, get_settings
     from bqas.trust.fit import Targets, fit_profile
-    from bqas.trust.offline import offline_model_id
     from bqas.trust.profile import ProfileConfig, judge_hash, prompt_hashes
 
     settings = get_settings()
@@ -326,10 +326,11 @@ def check_profile_run(
     ``allow_undecided``)."""
     from bqas.calibration.evaluate import EngineRequest, JudgeConfig
     from bqas.calibration.report import human_reject
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
     from bqas.settings import check_language, get_settings
     from bqas.trust.fit import HELD, NOT_HELD, profile_outcome, realised
     from bqas.trust.profile import ProfileError, check_profile, load_profile
+    from bqas.trust.summary import precision_line
 
     settings = get_settings()
     try:
@@ -393,21 +394,6 @@ def _rate_text(tier: Mapping[str, Any], name: str) -> str:
     interval = tier[f"{name}_interval"]
     span = "" if interval is None else f"90 % CI {interval[0]:.1%}-{interval[1]:.1%}; "
     return f"{_pct(tier[name])} ({span}target {tier[f'{name}_max']:g}, {tier[f'{name}_status']})"
-
-
-def precision_line(side: str, row: Mapping[str, Any]) -> str:
-    """``of 16 auto-rejects, 7 agree with people (43.8 %, 90 % CI 23.1-66.2 %); target >= 0.9 not held``."""
-    what = "auto-accepts" if side == "accept" else "auto-rejects"
-    if not row["decided"]:
-        return f"no {what}"
-    lo, hi = row["interval"]
-    text = (
-        f"of {row['decided']} {what}, {row['agree']} agree with people ({row['precision']:.1%}, "
-        f"90 % CI {lo:.1%}-{hi:.1%})"
-    )
-    if row["target"] is None:
-        return text
-    return text + f"; target >= {row['target']:g} {row.get('status') or 'undefined'}"
 
 
 def _pct(value: float | None) -> str:

@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from bqas.judging.spec import JudgeSpec, default_registry
+from bqas.judgment.spec import JudgeSpec, default_registry
 from bqas.settings import check_language, get_settings
 
 

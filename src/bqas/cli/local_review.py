@@ -30,10 +30,10 @@ def review(
     Service tenants never see these items; their reviewers use `bqas serve` and /review with their key.
     Gold labels: bqas gold export --tenant @local --out gold.jsonl
     """
-    from bqas.auth.tenants import LOCAL_TENANT
     from bqas.review.local import LocalReview
     from bqas.review.queue import status_counts
     from bqas.store.db import open_store
+    from bqas.tenants import LOCAL_TENANT
 
     store = open_store()
     local = LocalReview(store)

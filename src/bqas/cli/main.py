@@ -50,7 +50,11 @@ app = new_typer(
 @app.callback()
 def _group() -> None:
     # No options of its own; Typer builds a group (not a single command) only for an app with a callback.
-    pass
+    # Every command may write to the store or the logs: with BQAS_REDACT_PII on they mask PII with the
+    # masker bqas.privacy installs (bqas.redaction; the store never imports the PII detector itself).
+    from bqas.privacy import install
+
+    install()
 
 
 BackendOpt = Annotated[

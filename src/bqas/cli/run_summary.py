@@ -172,8 +172,7 @@ def _print_trust(console: Any, trust: dict[str, Any], profiles: list[dict[str, A
     for name, c in rows:
         table.add_row(name, str(c["n"]), f"{c['offline']:.1%}", f"{c['llm']:.1%}", f"{c['human']:.1%}")
     console.print(table)
-    from bqas.cli.calibrate_fit import precision_line
-    from bqas.trust.summary import side_statement
+    from bqas.trust.summary import precision_line, side_statement
 
     for side, row in (trust.get("agreement") or {}).items():
         if row.get("decided"):

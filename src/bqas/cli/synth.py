@@ -1,7 +1,7 @@
 """``bqas synth``, ``bqas classify`` and ``bqas eval-intents``: synthetic test inputs and intent evaluation.
 
-Only typer and the standard library are imported here; the work happens in ``bqas.synth.commands`` and
-``bqas.intents.commands``, imported inside the commands so that ``bqas --help`` stays fast.
+Only typer and the standard library are imported here; the work happens in ``bqas.cli.synth_commands`` and
+``bqas.cli.intents_commands``, imported inside the commands so that ``bqas --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def synth_cmd(
 
     Exit 0 when COUNT inputs were kept, 1 when fewer (the file holds what was kept), 2 on a usage error.
     """
-    from bqas.synth.commands import run_synth
+    from bqas.cli.synth_commands import run_synth
     from bqas.synth.generate import SynthRequest
 
     request = SynthRequest(
@@ -123,7 +123,7 @@ def classify_cmd(
 
     Exit 0 on success, 2 on a usage or input error.
     """
-    from bqas.intents.commands import run_classify
+    from bqas.cli.intents_commands import run_classify
 
     run_classify(text, file, text_field, backend, examples, intents, method, k, char_weight, base_url, model, language)
 
@@ -163,7 +163,7 @@ def eval_intents_cmd(
 
     Exit 0 on success, 1 when --min-accuracy or --min-macro-f1 is missed, 2 on a usage or input error.
     """
-    from bqas.intents.commands import run_eval
+    from bqas.cli.intents_commands import run_eval
 
     run_eval(
         dataset,

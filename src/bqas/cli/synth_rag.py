@@ -1,6 +1,6 @@
 """``bqas synth-rag``: RAG test sets with ground truth from a team's own documents.
 
-Only typer and the standard library are imported here; the work happens in ``bqas.ragsynth.commands``,
+Only typer and the standard library are imported here; the work happens in ``bqas.cli.synth_rag_commands``,
 imported inside the command so that ``bqas --help`` stays fast.
 """
 
@@ -88,7 +88,7 @@ def synth_rag_cmd(
 
     Exit 0 when COUNT items were kept, 1 when fewer (the file holds what was kept), 2 on a usage error.
     """
-    from bqas.ragsynth.commands import LLMChoice, parse_kinds, run_synth_rag
+    from bqas.cli.synth_rag_commands import LLMChoice, parse_kinds, run_synth_rag
     from bqas.ragsynth.generate import SynthRagRequest
 
     try:

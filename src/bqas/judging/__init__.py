@@ -1,1 +1,2 @@
-"""The judge engine: judge files, rendering, parsing, the scoring policy and the evaluation loop."""
+"""The judge engine: rendering, parsing, the tiers and the evaluation loop (the judge spec, its scoring policy
+and the result types are :mod:`bqas.judgment`)."""

@@ -28,8 +28,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bqas.judging.result import JudgmentResult
-from bqas.judging.spec import JudgeSpec
+from bqas.judgment.result import JudgmentResult
+from bqas.judgment.spec import JudgeSpec
 
 #: The least a judge must reach to be trusted (fractions of pairs / answers).
 FLOORS: dict[str, float] = {"pairs_right": 0.80, "verdict_agreement": 0.70}

@@ -25,7 +25,7 @@ from bqas.logs import get_logger
 
 if TYPE_CHECKING:
     from bqas.judging.procpool import OfflineProcessPool
-    from bqas.judging.spec import JudgeSpec
+    from bqas.judgment.spec import JudgeSpec
 
 log = get_logger(__name__)
 

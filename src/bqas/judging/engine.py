@@ -19,22 +19,21 @@ from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from bqas.judging.dispatch import OfflineDispatch
 from bqas.judging.exchange import EXAMPLES_LIMIT, attempt_entry, bounded, failed_entry
 from bqas.judging.llm_confidence import from_logprobs, from_samples
 from bqas.judging.manipulation import apply_manipulation, find_manipulation
 from bqas.judging.offline import OfflineJudge, TierOutput, offline_tier
-from bqas.judging.policy import apply_policy
 from bqas.judging.precedence import MEANING_NOT_MEASURED, combine_dimension, facts_against
 from bqas.judging.render import render_prompt, retry_message
-from bqas.judging.result import DimensionProvenance, JudgmentResult, TierConfidence
-from bqas.judging.spec import JudgeRegistry, JudgeSpec
-from bqas.judging.timing import start_waits, stop_waits
 from bqas.judging.workers import executor, pool_mode, submit_cpu
+from bqas.judgment.policy import apply_policy
+from bqas.judgment.result import DimensionProvenance, JudgmentResult, TierConfidence
+from bqas.judgment.spec import JudgeRegistry, JudgeSpec
+from bqas.judgment.timing import start_waits, stop_waits
 from bqas.settings import check_language
-from bqas.trust.profile import CalibrationProfile
 
 if TYPE_CHECKING:
     # The LLM client (aiohttp) and the reply parser (jsonschema) load with the first LLM call: an offline
@@ -68,6 +67,19 @@ class InvalidSample(ValueError):
 ExamplesProvider = Callable[[str, Mapping[str, Any], str], Awaitable[str]]
 
 
+class TrustStep(Protocol):
+    """Trust or escalate for one judge, applied to each of its judgments by the engine that was given it
+    (:class:`bqas.trust.profile.CalibrationProfile` is one: the engine does not import the trust layer)."""
+
+    def offline_decides(self, result: JudgmentResult) -> bool:
+        """Is the offline tier certified to decide ``result`` on its own (the LLM need not be asked)?"""
+        ...
+
+    def apply(self, result: JudgmentResult) -> None:
+        """Set the result's decision: accept, reject or escalate, and which tier decided."""
+        ...
+
+
 @dataclass
 class EngineOptions:
     backend: BackendChoice = "auto"
@@ -82,9 +94,9 @@ class EngineOptions:
     llm_confidence: Literal["logprobs", "samples", "off"] = "logprobs"
     confidence_samples: int = 0
     top_logprobs: int = 5
-    profiles: dict[str, CalibrationProfile] = dc_field(default_factory=dict)
+    profiles: Mapping[str, TrustStep] = dc_field(default_factory=dict)
     # Or looked up per judgment (the service: the current tenant's profile for the judge).
-    profile_lookup: Callable[[str], CalibrationProfile | None] | None = None
+    profile_lookup: Callable[[str], TrustStep | None] | None = None
     # The deterministic safety gate (PII and judge-manipulation rules) runs on every backend, also beside
     # the LLM alone; switched off only explicitly (BQAS_SAFETY_GATE=false), and the result then says so.
     safety_gate: bool = True
@@ -276,7 +288,7 @@ class JudgeEngine:
             gate_inline = _text_chars(values) <= INLINE_GATE_CHARS
             if not gate_inline:
                 gate = submit_cpu(offline_tier, self.offline, spec, values, lang, only=SAFETY_METHODS)
-        if use_llm and use_offline and profile is not None and self._offline_decides(profile, result):
+        if use_llm and use_offline and profile is not None and profile.offline_decides(result):
             use_llm = False  # the offline tier is certified to decide this one: no LLM call
         try:
             if llm_task is not None:
@@ -297,9 +309,7 @@ class JudgeEngine:
         # trust profile decides, so that no profile auto-accepts it).
         apply_manipulation(result, find_manipulation(spec, values))
         if profile is not None:
-            from bqas.trust.decide import apply_profile
-
-            apply_profile(result, profile)
+            profile.apply(result)
         return result
 
     async def _ask_llm_for(
@@ -309,13 +319,6 @@ class JudgeEngine:
         assert self.llm is not None
         result.model = self.llm.config.model
         return await self._ask_llm(spec, values, language, result, fresh=fresh)
-
-    @staticmethod
-    def _offline_decides(profile: CalibrationProfile, result: JudgmentResult) -> bool:
-        from bqas.trust.decide import tier_decision
-
-        tier = profile.tier("offline")
-        return tier is not None and tier_decision(result, tier) != "escalate"
 
     async def _llm_confidence(
         self,

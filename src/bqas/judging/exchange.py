@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bqas.llm.client import Completion, LLMClient
 
-# The record key under which the runner hands the exchange to the store (its own column, not the record).
-EXCHANGE_KEY = "llm_exchange"
 REPLY_LIMIT = 16_000  # characters of one reply kept; a judge's JSON answer is well under 2,000
 EXAMPLES_LIMIT = 8_000
 _MARKER = "\n… [truncated: {n} more characters not stored]"
@@ -64,7 +62,7 @@ def request_snapshot(llm: LLMClient | None, *, max_field_chars: int, top_logprob
     """The request parameters every judgment of a run shares (the API key never; the URL without query)."""
     if llm is None:
         return None
-    from bqas.privacy import redaction_enabled
+    from bqas.redaction import redaction_enabled
 
     config = llm.config
     return {

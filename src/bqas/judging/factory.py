@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bqas.judging.engine import BackendChoice, EngineOptions, JudgeEngine
-from bqas.judging.spec import JudgeRegistry, default_registry
+from bqas.judgment.spec import JudgeRegistry, default_registry
 from bqas.settings import Settings, check_language
 
 if TYPE_CHECKING:

@@ -20,11 +20,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bqas.judging.policy import apply_policy
-from bqas.judging.result import TierConfidence
+from bqas.judgment.policy import apply_policy
+from bqas.judgment.result import TierConfidence
 
 if TYPE_CHECKING:
-    from bqas.judging.spec import JudgeSpec
+    from bqas.judgment.spec import JudgeSpec
     from bqas.llm.logprobs import TokenLogprob
 
 MAX_COMBINATIONS = 4096

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bqas.judging.result import JudgmentResult
-from bqas.judging.spec import JudgeSpec
+from bqas.judgment.result import JudgmentResult
+from bqas.judgment.spec import JudgeSpec
 
 
 def _as_text(value: Any) -> str:

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from bqas.judging.result import DimensionProvenance, TierConfidence
-from bqas.judging.spec import JudgeSpec
+from bqas.judgment.result import DimensionProvenance, TierConfidence
+from bqas.judgment.spec import JudgeSpec
 from bqas.offline.methods import MethodResult, OfflineContext, get_method, load_builtin_methods
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def offline_tier(
     if only is not None:
         dims, notes = judge.evaluate(spec, values, language, only=only)
         return dims, notes, None
-    from bqas.trust.offline import offline_confidence
+    from bqas.offline.p_reject import offline_confidence
 
     evidence: dict[str, MethodResult] = {}
     dims, notes = judge.evaluate(spec, values, language, evidence, skip=skip)

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bqas.judging.result import DimensionProvenance
-from bqas.judging.spec import Dimension
+from bqas.judgment.result import DimensionProvenance
+from bqas.judgment.spec import Dimension
 
 #: The escalation reason of an offline verdict lowered from ``failed`` to ``needs_review``.
 MEANING_NOT_MEASURED = "meaning not measured offline"

@@ -31,7 +31,7 @@ from bqas.logs import get_logger
 
 if TYPE_CHECKING:
     from bqas.judging.offline import OfflineJudge, TierOutput
-    from bqas.judging.spec import JudgeSpec
+    from bqas.judgment.spec import JudgeSpec
     from bqas.offline.embeddings import Embedder
 
 log = get_logger(__name__)
@@ -96,6 +96,9 @@ def _init_worker(factory: EmbedderFactory, env: dict[str, str], barrier: Any, pr
         del os.environ[name]
     os.environ.update(env)
     from bqas.judging.offline import OfflineJudge
+    from bqas.privacy import install
+
+    install()  # this worker's log records are masked like its parent's when BQAS_REDACT_PII is on
 
     _JUDGE = OfflineJudge(embedder_factory=factory)
     _JUDGE.load()

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bqas.judging.spec import JudgeSpec, frame_texts
+from bqas.judgment.spec import JudgeSpec, frame_texts
 
 OPEN_MARKER = "<<<DATA {name} {nonce}>>>"
 CLOSE_MARKER = "<<<END {name} {nonce}>>>"

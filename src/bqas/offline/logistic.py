@@ -1,7 +1,7 @@
 """One evaluator for the JSON logistic models of the offline tier (no pickle, pure Python).
 
 Both the learned grounding scorer (:mod:`bqas.offline.grounding_model`, knot calibration) and the
-per-judge ``p_reject`` models (:mod:`bqas.trust.offline`, Platt scaling) are a logistic regression over
+per-judge ``p_reject`` models (:mod:`bqas.offline.p_reject`, Platt scaling) are a logistic regression over
 standardised features, stored as ``mean``/``scale``/``coef``/``intercept`` lists in JSON. They differ only
 in how a feature vector is looked up and in the calibration after the logit; the parsing, the checks
 and the arithmetic live here once (the logistic function itself: :func:`bqas.mathx.sigmoid`).

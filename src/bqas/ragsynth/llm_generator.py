@@ -22,7 +22,7 @@ from typing import Any
 
 from bqas.judging.parse import extract_json, parse_reply
 from bqas.judging.render import format_value, render_prompt
-from bqas.judging.spec import JudgeSpec, load_judge, load_policy
+from bqas.judgment.spec import JudgeSpec, load_judge, load_policy
 from bqas.llm.client import LLMClient, LLMError
 from bqas.offline.embeddings import Embedder
 from bqas.ragsynth.chunks import Passage

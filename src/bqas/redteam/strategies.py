@@ -1,5 +1,5 @@
 """Dress an attack's turns with a strategy. The encodings are the ones the manipulation detector reads back
-(:mod:`bqas.testing.obfuscation`, decoded by :mod:`bqas.offline.text.decoded`), the typos and regional
+(:mod:`bqas.redteam.obfuscation`, decoded by :mod:`bqas.offline.text.decoded`), the typos and regional
 wording the synthesizer's (:mod:`bqas.synth.typos`, :mod:`bqas.synth.dialects`): what BQAS detects it
 can also generate. Every choice comes from the ``rng`` given, so an attack is the same for the same seed."""
 
@@ -14,14 +14,14 @@ from bqas.redteam.catalog import Strategy
 
 
 def _encode(strategy: Strategy, language: str, text: str, rng: random.Random) -> str:
-    from bqas.testing.obfuscation import ENCODINGS
+    from bqas.redteam.obfuscation import ENCODINGS
 
     payload = ENCODINGS[str(strategy.spec["encoding"])](text, rng)
     return str(rng.choice(strategy.spec["wrappers"][language])).replace("{payload}", payload)
 
 
 def _homoglyphs(strategy: Strategy, language: str, text: str, rng: random.Random) -> str:
-    from bqas.testing.obfuscation import homoglyphs
+    from bqas.redteam.obfuscation import homoglyphs
 
     return homoglyphs(text, rng)
 

@@ -36,8 +36,7 @@ def _trust_view(run: Mapping[str, Any], trust: dict[str, Any] | None) -> dict[st
     profiles = [p for p in as_list(run.get("profiles")) if isinstance(p, Mapping)]
     if trust is None and not profiles:
         return None
-    from bqas.cli.calibrate_fit import precision_line
-    from bqas.trust.summary import side_statement
+    from bqas.trust.summary import precision_line, side_statement
 
     charts = [
         {"judge": p.get("judge"), "id": p.get("id"), "tier": t, "chart": risk_coverage_chart(str(p.get("judge")), t)}

@@ -29,7 +29,7 @@ from bqas.review.tables import ErrorCategory
 from bqas.store.db import Store
 
 if TYPE_CHECKING:
-    from bqas.judging.spec import JudgeRegistry
+    from bqas.judgment.spec import JudgeRegistry
 
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 _MANIPULATION = re.compile(r"judge manipulation \(([^)]+)\)")

@@ -7,7 +7,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bqas.judging.spec import JudgeRegistry, JudgeSpec
+from bqas.judgment.spec import JudgeRegistry, JudgeSpec
 
 HUMAN_VERDICTS: tuple[str, ...] = ("production_ready", "needs_review", "failed")
 
@@ -135,7 +135,7 @@ def human_composite(spec: JudgeSpec | None, values: Mapping[str, Any]) -> float 
     """The composite of the human's dimension values under the judge's policy (None when none applies)."""
     if spec is None or spec.scoring is None or not values:
         return None
-    from bqas.judging.policy import composite_score
+    from bqas.judgment.policy import composite_score
 
     composite, _coverage = composite_score(values, spec.scoring, spec.dimensions)
     return composite

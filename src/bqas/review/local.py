@@ -1,6 +1,6 @@
 """The review page for what ``bqas run`` escalated (tenant ``@local``), served by ``bqas review``.
 
-CLI runs file their review items under the reserved tenant :data:`bqas.auth.tenants.LOCAL_TENANT`, for
+CLI runs file their review items under the reserved tenant :data:`bqas.tenants.LOCAL_TENANT`, for
 which no API key can be issued, so no service tenant can reach them. ``bqas review`` serves the same
 review page on 127.0.0.1 with a key that exists only in its own process, and opens sessions through a
 start link that carries a secret token (like a notebook server's): it logs in every browser that opens it
@@ -16,11 +16,11 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 
 from bqas.auth.keys import Authenticator
-from bqas.auth.tenants import LOCAL_TENANT
 from bqas.review.sessions import SessionManager, cookie_name
 from bqas.review.settings import ReviewSettings, get_review_settings
 from bqas.review.web import review_router
 from bqas.store.db import Store
+from bqas.tenants import LOCAL_TENANT
 from bqas.viewer.web import viewer_router
 
 

@@ -28,7 +28,7 @@ from bqas.store.db import Store
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from bqas.judging.spec import JudgeRegistry
+    from bqas.judgment.spec import JudgeRegistry
     from bqas.offline.embeddings import Embedder
 
 

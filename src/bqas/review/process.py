@@ -26,7 +26,7 @@ from bqas.review.tables import Judgment
 from bqas.store.db import Store
 
 if TYPE_CHECKING:
-    from bqas.judging.spec import JudgeRegistry
+    from bqas.judgment.spec import JudgeRegistry
 
 log = get_logger("bqas.review")
 
@@ -34,7 +34,7 @@ log = get_logger("bqas.review")
 def _registry(registry: JudgeRegistry | None) -> JudgeRegistry | None:
     if registry is not None:
         return registry
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
 
     try:
         return default_registry()

@@ -23,7 +23,7 @@ from bqas.review.tables import ITEM_STATUSES, Judgment, ReviewItem
 from bqas.store.db import Store
 
 if TYPE_CHECKING:
-    from bqas.judging.spec import JudgeRegistry
+    from bqas.judgment.spec import JudgeRegistry
 
 PAGE_SIZE = 50
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bqas.auth.tenants import LOCAL_TENANT, RESERVED_PREFIX, is_reserved
+from bqas.tenants import LOCAL_TENANT, RESERVED_PREFIX, is_reserved
 
 
 class ReviewSettings(BaseSettings):

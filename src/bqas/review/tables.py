@@ -1,6 +1,6 @@
 """Tables of the review loop (migration ``0003``): queue, memory of judgments, categories, alerts, sessions.
 
-Columns that hold user text or ids are ``Redacted*`` types (:mod:`bqas.privacy`): with
+Columns that hold user text or ids are ``Redacted*`` types (:mod:`bqas.store.redacted`): with
 ``BQAS_REDACT_PII`` on, PII is masked on the way into the database.
 
 Times used in window queries are epoch seconds (``Float``): they compare the same way on SQLite and
@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import Float, Index, Integer, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from bqas.privacy import RedactedId, RedactedJSON, RedactedText
 from bqas.store.models import Base
+from bqas.store.redacted import RedactedId, RedactedJSON, RedactedText
 
 # ``duplicate``: settled by the decision on another item of its group (same sample, judge, configuration).
 ITEM_STATUSES: tuple[str, ...] = ("open", "reviewed", "dismissed", "duplicate")

@@ -50,7 +50,7 @@ from bqas.textsafe import form_value, html_value
 if TYPE_CHECKING:
     import jinja2
 
-    from bqas.judging.spec import JudgeRegistry
+    from bqas.judgment.spec import JudgeRegistry
 
 MAX_FORM_BYTES = 64 * 1024
 MAX_ID = 2**63 - 1  # ids and pages beyond a signed 64-bit integer cannot exist in any database
@@ -186,7 +186,7 @@ def review_router(
     def reg() -> JudgeRegistry | None:
         if registry is not None:
             return registry
-        from bqas.judging.spec import default_registry
+        from bqas.judgment.spec import default_registry
 
         return default_registry()
 

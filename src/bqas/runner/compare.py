@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bqas.judging.policy import VERDICT_ORDER
+from bqas.judgment.policy import VERDICT_ORDER
 
 
 @dataclass

@@ -12,30 +12,17 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bqas.jsonl import iter_json_objects
+from bqas.judgment.work import DatasetItem
 from bqas.runner.csv_rows import csv_records
 from bqas.runner.scenario import Scenario
 from bqas.untrusted import FILE_ERRORS, UntrustedValueError, check_value, loads
 
 CSV_DELIMITERS = ",;\t|"
 _SNIFF_BYTES = 64 * 1024
-
-
-@dataclass
-class DatasetItem:
-    """One sample of the dataset; ``error`` is set when the line itself is unusable."""
-
-    line: int
-    sample_id: str
-    data: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    # One turn of a conversation (a sample with ``turns:``): the whole sample and this turn's index.
-    parent: DatasetItem | None = None
-    turn: int | None = None
 
 
 def _cell(value: str) -> Any:

@@ -17,8 +17,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from bqas.judging.engine import InvalidSample, JudgeEngine
-from bqas.judging.exchange import EXCHANGE_KEY
-from bqas.runner.dataset import DatasetItem, iter_dataset
+from bqas.judgment.record import EXCHANGE_KEY
+from bqas.judgment.work import DatasetItem, WorkItem
+from bqas.runner.dataset import iter_dataset
 from bqas.runner.gc_tuning import fewer_collections
 from bqas.runner.scenario import Scenario
 from bqas.store.db import JUDGE_ERROR, Store
@@ -39,18 +40,6 @@ RAGAS = "ragas"  # the pseudo-judge of a scenario's RAGAS `metrics:`
 def new_run_id() -> str:
     """A sortable, unique run id such as ``r-20261129-231755-3fa2``."""
     return f"r-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
-
-
-@dataclass(frozen=True)
-class WorkItem:
-    key: str
-    seq: int
-    judge: str | None
-    item: DatasetItem
-    error: str | None = None
-    repeat: int = 1  # 1..N with --repeats
-    # What the assistant under test answered for this item's sample (bqas.targets; TargetReply.brief()).
-    target: dict[str, Any] | None = None
 
 
 def _judges_for(item: DatasetItem, scenario: Scenario) -> tuple[list[str], str | None]:

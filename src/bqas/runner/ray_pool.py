@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bqas.runner.execute import Result, WorkItem, judge_error_record, persist_batch
+from bqas.judgment.work import WorkItem
+from bqas.runner.execute import Result, judge_error_record, persist_batch
 from bqas.runner.scenario import Scenario
 from bqas.store.db import Store
 

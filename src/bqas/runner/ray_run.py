@@ -27,7 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bqas.runner.execute import Result, RunFailed, WorkItem, judge_work, pending_items, persist_batch
+from bqas.judgment.work import WorkItem
+from bqas.runner.execute import Result, RunFailed, judge_work, pending_items, persist_batch
 from bqas.runner.loop import new_event_loop, progress_bar
 from bqas.runner.ray_pool import ActorPool, ClusterLost, cause, drive
 from bqas.runner.request import RunRequest, engine_for, llm_overrides, memory_examples
@@ -163,7 +164,10 @@ class JudgeWorker:
         memory_examples_k: int | None,
     ) -> None:
         from bqas.judging.workers import WORKERS_ENV
+        from bqas.privacy import install
         from bqas.store.db import open_store
+
+        install()  # this actor writes to the store: with BQAS_REDACT_PII on it masks PII (bqas.redaction)
 
         # One CPU per actor (num_cpus=1): one offline worker thread, not one per core of the node.
         os.environ[WORKERS_ENV] = "1"

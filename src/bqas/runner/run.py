@@ -80,9 +80,10 @@ def _scenario_for(request: RunRequest, store: Store) -> tuple[Scenario, str, boo
 
 
 def _briefs(engine: JudgeEngine) -> list[dict[str, Any]]:
+    from bqas.trust.profile import CalibrationProfile
     from bqas.trust.summary import profile_brief
 
-    return [profile_brief(p) for p in engine.options.profiles.values()]
+    return [profile_brief(p) for p in engine.options.profiles.values() if isinstance(p, CalibrationProfile)]
 
 
 def _run_meta(

@@ -269,7 +269,7 @@ def load_scenario(path: Path, *, allow_dataset_outside: bool = False) -> Scenari
         if resolved not in RAGAS_JUDGE_LANGUAGES:
             raise ScenarioError(f"RAGAS_JUDGE_LANGUAGE: expected one of en, zh, got {resolved!r}")
         scenario.judge_language = resolved
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
 
     registry = default_registry()
     for i, judge in enumerate(scenario.judges):

@@ -89,7 +89,7 @@ def unscored_lines(groups: Iterable[Mapping[str, Any]]) -> list[str]:
 @dataclass
 class TimingStats:
     """Judgment time of a run's records: end to end (``latency_ms``), the judgments' own work
-    (``service_ms``) and their wait for a free worker or LLM slot (``queue_ms``; bqas.judging.timing)."""
+    (``service_ms``) and their wait for a free worker or LLM slot (``queue_ms``; bqas.judgment.timing)."""
 
     latency: RunningStats = field(default_factory=RunningStats)
     service: RunningStats = field(default_factory=RunningStats)

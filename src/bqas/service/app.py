@@ -26,8 +26,8 @@ from fastapi_offline import FastAPIOffline
 from bqas import __version__
 from bqas.auth.keys import Authenticator
 from bqas.auth.throttle import FailureThrottle
-from bqas.judging.spec import default_registry
 from bqas.judging.workers import offline_workers, run_cpu
+from bqas.judgment.spec import default_registry
 from bqas.review.memory import embedder as memory_embedder
 from bqas.review.settings import get_review_settings
 from bqas.review.web import review_router
@@ -195,13 +195,16 @@ def create_app(
     """A new app instance (the store is opened and migrated here; the worker starts with the app)."""
     settings = settings or get_settings()
     service = service or ServiceSettings()
+    from bqas.privacy import enable_redaction, install
+
+    # The PII masker of the store's columns, the LLM cache and the logs (bqas.redaction), used when
+    # BQAS_REDACT_PII or redact_pii is on.
+    install()
     store = store or open_store(settings.resolved_database_url())
     default_jl = check_judge_language(settings.ragas_judge_language)
     if default_jl is None:  # pragma: no cover - the setting has a default
         default_jl = "en"
     if service.redact_pii:
-        from bqas.privacy import enable_redaction
-
         enable_redaction(True)  # process-wide: the store, the LLM cache and the logs mask PII
     metrics = ServiceMetrics()
     metrics.track_queue(store, deadline=service.health_timeout)

@@ -66,7 +66,7 @@ class ServiceMetrics:
             registry=self.registry,
         )
         self.jobs = Counter("bqas_jobs", "Jobs finished, by status.", ["status"], registry=self.registry)
-        # A judgment's time split (bqas.judging.timing): its own work, and its wait for a free offline
+        # A judgment's time split (bqas.judgment.timing): its own work, and its wait for a free offline
         # worker or LLM connection slot. Not the job queue's gauges below: this wait is inside a judgment.
         self.service_time = Histogram(
             "bqas_judgment_service_seconds",

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from bqas.judging.result import JudgmentResult
+from bqas.judgment.result import JudgmentResult
 from bqas.service.config import JUDGE_LANGUAGES
 from bqas.service.dify import read_contexts, split_names
 from bqas.untrusted import UntrustedValueError, check_value

@@ -126,7 +126,7 @@ class StoredKeys(set[str]):
     def __contains__(self, key: object) -> bool:
         if super().__contains__(key):
             return True
-        from bqas.privacy import redact_id, redaction_enabled
+        from bqas.redaction import redact_id, redaction_enabled
 
         return isinstance(key, str) and redaction_enabled() and super().__contains__(redact_id(key))
 
@@ -271,7 +271,7 @@ class Store:
         The record's ``repeat`` (default 1) is part of the key: each repeat of ``--repeats`` is its own row."""
         if not records:
             return 0
-        from bqas.judging.exchange import EXCHANGE_KEY
+        from bqas.judgment.record import EXCHANGE_KEY
 
         rows = [
             {
@@ -381,7 +381,7 @@ class Store:
     def target_replies(self, run_id: str, sample_id: str) -> dict[int, dict[str, Any]]:
         """The stored replies of one sample of a run, by turn (matched also by the id's redacted form)."""
         ids = [sample_id]
-        from bqas.privacy import redact_id, redaction_enabled
+        from bqas.redaction import redact_id, redaction_enabled
 
         if redaction_enabled():
             ids.append(redact_id(sample_id))

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from bqas.privacy import RedactedId, RedactedJSON
+from bqas.store.redacted import RedactedId, RedactedJSON
 
 # The viewer's common filters: a (run, field, seq) index each (migration 0008), so that a filter's count
 # and its pages in sample order read the index, not the records.

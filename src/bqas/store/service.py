@@ -40,10 +40,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from bqas.auth.tenants import check_tenant_name
-from bqas.privacy import RedactedJSON, RedactedText
 from bqas.store.db import Store, now
 from bqas.store.models import Base
+from bqas.store.redacted import RedactedJSON, RedactedText
+from bqas.tenants import check_tenant_name
 
 JOB_STATUSES: tuple[str, ...] = ("queued", "running", "done", "failed")
 KEY_PREFIX = "bqas_"
@@ -73,7 +73,7 @@ class Job(Base):
     tenant: Mapped[str] = mapped_column(String(100), index=True)
     kind: Mapped[str] = mapped_column(String(20))  # "score" or "session"
     status: Mapped[str] = mapped_column(String(20), default="queued")
-    # Plain while the job may still be scored; the worker scrubs it (bqas.privacy.redact) when it finishes.
+    # Plain while the job may still be scored; the worker scrubs it (bqas.redaction.redact) when it finishes.
     request: Mapped[dict[str, Any]] = mapped_column(JSON)
     total: Mapped[int] = mapped_column(Integer, default=1)
     done: Mapped[int] = mapped_column(Integer, default=0)

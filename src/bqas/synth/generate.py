@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from bqas.judging.spec import JudgeSpec
+from bqas.judgment.spec import JudgeSpec
 from bqas.llm.client import LLMClient, LLMError
 from bqas.offline.embeddings import Embedder
 from bqas.synth.dedup import DEFAULT_THRESHOLD, NearDuplicateFilter

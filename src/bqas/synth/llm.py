@@ -14,7 +14,7 @@ from typing import Any
 
 from bqas.judging.parse import extract_json, parse_reply
 from bqas.judging.render import fence, format_value, render_prompt
-from bqas.judging.spec import JudgeSpec
+from bqas.judgment.spec import JudgeSpec
 from bqas.llm.client import LLMClient
 from bqas.synth.items import Candidate, validate_item
 

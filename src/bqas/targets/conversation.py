@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bqas.runner.dataset import DatasetItem
+from bqas.judgment.work import DatasetItem
 
 # Sample fields that describe the conversation rather than one turn's judge inputs.
 CONVERSATION_FIELDS: tuple[str, ...] = ("turns", "history")

@@ -18,7 +18,7 @@ from bqas.targets.config import Target, answer_fields, provided_fields
 
 if TYPE_CHECKING:
     from bqas.judging.engine import JudgeEngine
-    from bqas.runner.execute import WorkItem
+    from bqas.judgment.work import WorkItem
 
 # Filled in by the target stage for every turn of a conversation.
 _STAGE_FIELDS = ("dialogue",)

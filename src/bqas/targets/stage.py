@@ -22,8 +22,7 @@ from bqas.targets.reply import TargetReply
 from bqas.targets.turn_parts import SampleProblem, user_message
 
 if TYPE_CHECKING:
-    from bqas.runner.dataset import DatasetItem
-    from bqas.runner.execute import WorkItem
+    from bqas.judgment.work import DatasetItem, WorkItem
     from bqas.store.db import Store
 
 

@@ -1,1 +1,2 @@
-"""Test helpers shipped with BQAS: a scripted OpenAI-compatible chat server for offline testing."""
+"""The toolkit for tests (docs/testing.md): the pytest plugin, a scripted OpenAI-compatible chat server and its
+RAGAS answers, a local llama.cpp engine, a throwaway PostgreSQL. No runtime module imports it."""

@@ -227,8 +227,8 @@ class _Session:
 
     def judge(self, judge: str, samples: list[Mapping[str, Any]], nodeid: str, language: str | None) -> list[Judgment]:
         __tracebackhide__ = True  # a failure points at the test's line, not into the plugin
-        from bqas.runner.dataset import DatasetItem
-        from bqas.runner.execute import WorkItem, judge_one
+        from bqas.judgment.work import DatasetItem, WorkItem
+        from bqas.runner.execute import judge_one
         from bqas.runner.scenario import Scenario
 
         engine = self.engine()
@@ -449,10 +449,13 @@ def _store_run(config: pytest.Config, records: list[dict[str, Any]]) -> None:
     import os
     from datetime import UTC, datetime
 
+    from bqas.privacy import install
     from bqas.runner.run import write_outputs
     from bqas.runner.summary import summarize
     from bqas.settings import find_home, get_settings
     from bqas.store.db import open_store
+
+    install()  # the run is stored: with BQAS_REDACT_PII on it is masked (bqas.redaction)
 
     run_id = config.stash[_RUN_ID]
     settings = get_settings()

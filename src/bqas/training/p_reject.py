@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from bqas.trust.offline import MODEL_FORMAT
+from bqas.offline.p_reject import MODEL_FORMAT
 
 
 def feature_names(rows: Sequence[Mapping[str, float]]) -> list[str]:

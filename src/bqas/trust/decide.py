@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from bqas.trust.thresholds import decide
 
 if TYPE_CHECKING:
-    from bqas.judging.result import JudgmentResult
+    from bqas.judgment.result import JudgmentResult
     from bqas.trust.profile import CalibrationProfile, TierProfile
 
 LOW_CONFIDENCE = "low confidence"

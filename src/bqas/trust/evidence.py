@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bqas.trust.features import extract_features
+from bqas.offline.p_reject_features import extract_features
 
 if TYPE_CHECKING:
     from bqas.judging.offline import OfflineJudge
-    from bqas.judging.result import TierConfidence
-    from bqas.judging.spec import JudgeSpec
+    from bqas.judgment.result import TierConfidence
+    from bqas.judgment.spec import JudgeSpec
     from bqas.offline.methods import MethodResult
 
 
@@ -19,7 +19,7 @@ def offline_features(
 ) -> tuple[dict[str, float], float | None, TierConfidence]:
     """The features the generic offline ``p_reject`` model sees for this sample, the tier's raw risk, and
     the offline confidence the engine gives (a registered provider's, else the generic model's)."""
-    from bqas.trust.offline import offline_confidence, raw_risk
+    from bqas.offline.p_reject import offline_confidence, raw_risk
 
     evidence: dict[str, MethodResult] = {}
     dims, _ = offline.evaluate(spec, values, language, evidence)

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 if TYPE_CHECKING:
-    from bqas.judging.spec import JudgeSpec
+    from bqas.judgment.result import JudgmentResult
+    from bqas.judgment.spec import JudgeSpec
 
 PROFILE_FORMAT = "bqas-calibration-profile/1"
 ScoreField = Literal["p_reject", "risk"]
@@ -65,6 +66,20 @@ class CalibrationProfile(BaseModel):
 
     def tier(self, name: str) -> TierProfile | None:
         return next((t for t in self.tiers if t.tier == name), None)
+
+    # The engine's trust step (bqas.judging.engine.TrustStep): it calls these, never the trust layer itself.
+    def offline_decides(self, result: JudgmentResult) -> bool:
+        """Is the offline tier certified to decide ``result`` on its own (the LLM need not be asked)?"""
+        from bqas.trust.decide import tier_decision
+
+        tier = self.tier("offline")
+        return tier is not None and tier_decision(result, tier) != "escalate"
+
+    def apply(self, result: JudgmentResult) -> None:
+        """Set ``decision``, ``decided_by`` and ``profile_id`` (:func:`bqas.trust.decide.apply_profile`)."""
+        from bqas.trust.decide import apply_profile
+
+        apply_profile(result, self)
 
     def dump(self, path: Path) -> None:
         """Write as YAML (``.yaml``/``.yml``) or JSON (anything else)."""
@@ -132,7 +147,7 @@ def check_profile(
 ) -> None:
     """Refuse a profile fitted for another judge, configuration, model or prompt (ProfileError says which)."""
     from bqas.offline.methods import load_builtin_methods
-    from bqas.trust.offline import offline_model_id
+    from bqas.offline.p_reject import offline_model_id
 
     load_builtin_methods()  # providers register when their method modules load
     cfg = profile.configuration

@@ -78,6 +78,21 @@ def people_reject(expected: Any) -> bool | None:
     return None
 
 
+def precision_line(side: str, row: Mapping[str, Any]) -> str:
+    """``of 16 auto-rejects, 7 agree with people (43.8 %, 90 % CI 23.1-66.2 %); target >= 0.9 not held``."""
+    what = "auto-accepts" if side == "accept" else "auto-rejects"
+    if not row["decided"]:
+        return f"no {what}"
+    lo, hi = row["interval"]
+    text = (
+        f"of {row['decided']} {what}, {row['agree']} agree with people ({row['precision']:.1%}, "
+        f"90 % CI {lo:.1%}-{hi:.1%})"
+    )
+    if row["target"] is None:
+        return text
+    return text + f"; target >= {row['target']:g} {row.get('status') or 'undefined'}"
+
+
 def side_statement(tier: Mapping[str, Any], side: str) -> str:
     """One line on what a profile tier guarantees for one side (from :func:`profile_brief`), e.g.
     ``auto-reject if p ≥ 0.78: FPR ≤ 5 % (bound 4.4 %); precision ≥ 0.9: 15 of 16 … agree (bound 0.91)``

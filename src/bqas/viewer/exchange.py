@@ -16,7 +16,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bqas.judging.spec import JudgeRegistry
+    from bqas.judgment.spec import JudgeRegistry
 
 OFFLINE_DECIDED = "no LLM call (offline tier decided)"
 
@@ -51,7 +51,7 @@ class ExchangeView:
 
 @cache
 def _registry() -> JudgeRegistry:
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
 
     return default_registry()
 

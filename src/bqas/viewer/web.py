@@ -22,12 +22,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from bqas.auth.keys import Authenticator
-from bqas.auth.tenants import LOCAL_TENANT
 from bqas.review.sessions import SessionManager, SessionView, cookie_name
 from bqas.review.settings import ReviewSettings, get_review_settings
 from bqas.review.web import _num, _pretty, _secure, parse_page
 from bqas.store.db import Store
 from bqas.store.models import ResultRow, Run, SettledRow
+from bqas.tenants import LOCAL_TENANT
 from bqas.textsafe import form_value, html_value
 from bqas.viewer import query
 
@@ -195,8 +195,7 @@ def _risk_charts(run: Run) -> list[dict[str, Any]]:
 def _guarantees(run: Run) -> dict[str, Any]:
     """What the run's calibration profiles guarantee, one line per tier and side, and how many of the run's
     automatic decisions on labelled samples people agree with (the run summary's trust figures)."""
-    from bqas.cli.calibrate_fit import precision_line
-    from bqas.trust.summary import side_statement
+    from bqas.trust.summary import precision_line, side_statement
 
     config = run.config if isinstance(run.config, Mapping) else {}
     rows = []

@@ -4,7 +4,8 @@ Each transform keeps the text readable for a person (and for an LLM judge) while
 points: zero-width characters inside words, fullwidth letters, Cyrillic/Greek look-alikes, bidi
 controls, combining marks, letter spacing, Traditional Chinese. :data:`ENCODINGS` hide it in an encoding
 an LLM reads without being asked (base64, base32, hex, URL and HTML escapes, ROT13, leetspeak). Used by
-the probe tests and ``benchmarks/offline/bench_manipulation.py``; deterministic for a given ``random.Random``.
+the red-team strategies (:mod:`bqas.redteam.strategies`), the probe tests and
+``benchmarks/offline/bench_manipulation.py``; deterministic for a given ``random.Random``.
 """
 
 from __future__ import annotations

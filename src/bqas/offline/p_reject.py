@@ -9,7 +9,7 @@ Where a judge's model comes from, in order:
 
 A judge with none gets ``p_reject: null`` with the reason; it cannot auto-decide unless a calibration
 profile calibrates its raw ``risk`` score. Model files are JSON coefficients (never pickle): a logistic
-regression over standardised features (:mod:`bqas.trust.features`) followed by Platt scaling.
+regression over standardised features (:mod:`bqas.offline.p_reject_features`) followed by Platt scaling.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bqas.judging.result import TierConfidence
+from bqas.judgment.result import TierConfidence
 from bqas.mathx import sigmoid
 from bqas.offline.logistic import StandardisedLinear
 
 if TYPE_CHECKING:
-    from bqas.judging.result import DimensionProvenance
-    from bqas.judging.spec import JudgeSpec
+    from bqas.judgment.result import DimensionProvenance
+    from bqas.judgment.spec import JudgeSpec
     from bqas.offline.methods import MethodResult
 
 MODEL_FORMAT = "bqas-p-reject/1"
@@ -133,7 +133,7 @@ def model_for(spec: JudgeSpec) -> LogisticModel | None:
 
 def raw_risk(spec: JudgeSpec, dims: Mapping[str, DimensionProvenance]) -> float | None:
     """The offline tier's uncalibrated risk: 1 for a failed gate, else 1 - composite/100 (None: unscored)."""
-    from bqas.judging.policy import apply_policy
+    from bqas.judgment.policy import apply_policy
 
     if spec.scoring is None:
         return None
@@ -161,7 +161,7 @@ def offline_confidence(
     model = model_for(spec)
     if model is None:
         return TierConfidence(risk=risk, reason=f"no fitted offline p_reject model for judge {spec.name}")
-    from bqas.trust.features import extract_features
+    from bqas.offline.p_reject_features import extract_features
 
     features = extract_features(spec, values, dims, evidence)
     outside = [f for f in model.requires_zero if features.get(f, 0.0) != 0.0]

@@ -139,7 +139,7 @@ def _with_progress(
         assert isinstance(config, LLMConfig)
         config.temperature = temperature
         client = LLMClient(config)
-        from bqas.judging.spec import default_registry
+        from bqas.judgment.spec import default_registry
 
         spec = default_registry().get("synthetic")
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bqas.judging.result import DimensionProvenance
-    from bqas.judging.spec import JudgeSpec
+    from bqas.judgment.result import DimensionProvenance
+    from bqas.judgment.spec import JudgeSpec
     from bqas.offline.methods import MethodResult
 
 

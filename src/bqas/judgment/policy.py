@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bqas.judging.spec import Dimension, ScoringRule
+from bqas.judgment.spec import Dimension, ScoringRule
 
 Verdict = Literal["production_ready", "needs_review", "failed", "unscored"]
 VERDICT_ORDER: dict[str, int] = {"production_ready": 0, "needs_review": 1, "unscored": 2, "failed": 3}

@@ -1,0 +1,1 @@
+"""Targets: the assistant under test as configuration (HTTP, Dify, a Python callable), asked per sample."""
