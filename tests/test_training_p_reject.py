@@ -1,5 +1,5 @@
 """The fit of the trust tier's offline p_reject models (bqas.training.p_reject): seeded, JSON that the run-time
-model (bqas.trust.offline.LogisticModel) reads, features the data does not cover left out."""
+model (bqas.offline.p_reject.LogisticModel) reads, features the data does not cover left out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 import pytest
 
 from bqas.training.p_reject import fit_model
-from bqas.trust.offline import LogisticModel
+from bqas.offline.p_reject import LogisticModel
 
 
 def _data(seed: int) -> tuple[list[dict[str, float]], list[bool]]:

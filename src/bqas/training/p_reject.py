@@ -1,4 +1,4 @@
-"""Fitting the trust tier's offline ``p_reject`` models (:class:`bqas.trust.offline.LogisticModel` reads them):
+"""Fitting the trust tier's offline ``p_reject`` models (:class:`bqas.offline.p_reject.LogisticModel` reads them):
 logistic regression (scikit-learn) plus Platt scaling, to JSON (``benchmarks/trust/train_offline.py``).
 
 The Platt step is fitted on out-of-fold decision values (5-fold cross-validation), so it corrects the
