@@ -164,7 +164,7 @@ class Replica:
                 self.proc.wait(timeout=10)
 
 
-Answer = dict[str, Any]  # replica, kind, at (s into the outage), code, seconds, stale
+Answer = dict[str, Any]  # replica, kind, at (s into the outage), code, seconds, stale, error
 
 
 async def _clients(replicas: list[Replica], key: str, args: argparse.Namespace, start: float) -> list[Answer]:
@@ -177,7 +177,7 @@ async def _clients(replicas: list[Replica], key: str, args: argparse.Namespace, 
         async def call(replica: Replica, kind: str, when: float) -> None:
             await asyncio.sleep(max(0.0, start + when - time.monotonic()))
             sent = time.monotonic()
-            code, stale = 0, False  # 0: no answer within the guard, or the connection failed
+            code, stale, error = 0, False, None  # 0: no answer within the guard, or the connection failed
             try:
                 if kind == "score":
                     answer = await http.post(f"{replica.base}/api/score", json=BODY, headers=auth)
@@ -186,8 +186,11 @@ async def _clients(replicas: list[Replica], key: str, args: argparse.Namespace, 
                     headers = {**auth, "Idempotency-Key": str(uuid.uuid4())}
                     answer = await http.post(f"{replica.base}/api/score/async", json=BODY, headers=headers)
                 code = answer.status_code
-            except httpx.HTTPError:
-                pass
+                if code >= 400:
+                    with contextlib.suppress(ValueError, AttributeError):
+                        error = answer.json().get("error")  # database_unavailable, overloaded, ...
+            except httpx.HTTPError as exc:
+                error = type(exc).__name__
             answers.append(
                 {
                     "replica": replica.name,
@@ -196,6 +199,7 @@ async def _clients(replicas: list[Replica], key: str, args: argparse.Namespace, 
                     "code": code,
                     "seconds": time.monotonic() - sent,
                     "stale": stale,
+                    "error": error,
                 }
             )
 
@@ -220,6 +224,7 @@ def _summary(answers: list[Answer]) -> dict[str, Any]:
         longest = max(seen, key=lambda a: a["seconds"])
         out[f"{replica} {kind}"] = {
             "codes": dict(sorted(Counter(str(a["code"]) for a in seen).items())),
+            "errors": dict(sorted(Counter(str(a["error"]) for a in seen if a["error"]).items())),
             "stale": sum(1 for a in seen if a["stale"]),
             "min_s": round(min(times), 3),
             "median_s": round(statistics.median(times), 3),
