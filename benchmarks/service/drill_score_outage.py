@@ -325,6 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({**summary, "every_answer": answers}, indent=2), encoding="utf-8")
     ok = summary["score_not_200"] == 0 and failed == 0
     print("DRILL PASSED" if ok else f"DRILL FAILED (logs in {work})", flush=True)
+    if ok:  # the replicas' logs are kept only for a failed drill
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
     return 0 if ok else 1
 
 
