@@ -108,6 +108,7 @@ SLOW_TESTS = (
     "test_ray_node_loss.py::",
     "test_ray_head_loss.py::test_a_",
     "test_service_frozen_database.py::",
+    "test_drill_score_outage.py::test_score_",
     "test_deploy_ray_auth.py::test_the_compose_ray_commands_form_a_token_cluster_that_bqas_runs_on",
     "test_service_outage.py::",
     "test_ray_address.py::test_a_port_that_is_not_a_ray_cluster_fails_within_the_probe_time",

@@ -5,8 +5,9 @@ once some results are stored.
 
 Before, the driver sat silent until Ray's core ended it with exit 1 (a missed gate's code), the run left
 ``running``. Now the driver's own check of the GCS notices, the run is marked ``interrupted``, the
-resume command is printed and the exit code is 75; ``--resume`` without ``--ray`` completes the run here,
-every sample judged once, as a local run of the same scenario judges it. A frozen node stays alive to
+resume command is printed and the exit code is 75; ``--resume`` completes the run, here (without ``--ray``)
+or on a new cluster (``--ray`` with the address of a fresh one), every sample judged once, as a local run
+of the same scenario judges it. A frozen node stays alive to
 Ray for a minute or more; its actor's batch deadline (``ray.batch_timeout``) gives it up instead, and
 its batches are judged by the actor that is left."""
 
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.ray_support import isolated_ray_tmpdir
+from tests.ray_support import isolated_ray_tmpdir, kill_node
 from tests.test_ray_run import GOOD, _query, _results, _run_ids, _scenario
 
 from bqas.runner.ray_head import RAY_HEAD_LOST, HeadWatch
@@ -83,17 +84,40 @@ def two_nodes() -> Iterator[tuple[Any, Any]]:
             cluster.shutdown()
 
 
-def _kill_node(node: Any) -> None:
-    for infos in list(node.all_processes.values()):
-        for info in infos:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(info.process.pid), signal.SIGKILL)
+@contextlib.contextmanager
+def _new_cluster() -> Iterator[Any]:
+    """A fresh one-node cluster (2 CPUs) in a Ray temp folder of its own, as an operator starts after
+    losing the old head: nothing of the lost cluster's state carries over."""
+    from ray import cluster_utils
+
+    with isolated_ray_tmpdir():
+        cluster = cluster_utils.Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": 2, "object_store_memory": SMALL, "include_dashboard": False},
+        )
+        try:
+            cluster.wait_for_nodes()
+            yield cluster
+        finally:
+            cluster.shutdown()
+
+
+def _actors_started(cluster: Any) -> int:
+    """Judge actors whose worker process started on ``cluster`` (Ray names an actor's class in the first
+    line of its worker's log)."""
+    logs = Path(cluster.head_node.get_logs_dir_path())
+    return sum(
+        1
+        for log in logs.glob("worker-*.out")
+        if ":actor_name:JudgeWorker" in log.read_text(encoding="utf-8", errors="replace")
+    )
 
 
 @pytest.mark.ray
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("resume_on", ["here", "a new cluster"])
 def test_a_lost_head_interrupts_the_run_with_its_exit_code_and_resume_completes_it(
-    tmp_path: Path, bqas_home: Path, two_nodes: tuple[Any, Any]
+    tmp_path: Path, bqas_home: Path, two_nodes: tuple[Any, Any], resume_on: str
 ) -> None:
     cluster, _node = two_nodes
     url = f"sqlite:///{bqas_home / 'bqas.sqlite'}"
@@ -112,7 +136,7 @@ def test_a_lost_head_interrupts_the_run_with_its_exit_code_and_resume_completes_
             while time.time() < deadline and proc.poll() is None:
                 ids = _run_ids(url, path)
                 if ids and len(_results(url, ids[-1])) >= 6:
-                    _kill_node(cluster.head_node)
+                    kill_node(cluster.head_node)  # and the actor workers it started
                     killed.append(len(_results(url, ids[-1])))
                     return
                 time.sleep(0.1)
@@ -135,8 +159,17 @@ def test_a_lost_head_interrupts_the_run_with_its_exit_code_and_resume_completes_
         before = set(_results(url, run_id))
         assert len(before) < N + 2
 
-        resumed = subprocess.run([*base, "--resume", run_id], env=env, capture_output=True, text=True, timeout=300)
-        assert resumed.returncode == 0, resumed.stderr[-3000:] + resumed.stdout[-2000:]
+        if resume_on == "here":
+            resumed = subprocess.run([*base, "--resume", run_id], env=env, capture_output=True, text=True, timeout=300)
+            assert resumed.returncode == 0, resumed.stderr[-3000:] + resumed.stdout[-2000:]
+        else:
+            with _new_cluster() as fresh:
+                assert fresh.address != cluster.address
+                on_fresh = {**env, "RAY_TMPDIR": os.environ["RAY_TMPDIR"]}
+                cmd = [*base, "--resume", run_id, "--ray", fresh.address, "--ray-workers", "2"]
+                resumed = subprocess.run(cmd, env=on_fresh, capture_output=True, text=True, timeout=300)
+                assert resumed.returncode == 0, resumed.stderr[-3000:] + resumed.stdout[-2000:]
+                assert _actors_started(fresh) >= 2, "the resumed run should have judged on the new cluster"
         # The same scenario judged locally from the start, for comparison.
         local = subprocess.run([*base, str(path)], env=env, capture_output=True, text=True, timeout=300)
         assert local.returncode == 0, local.stderr[-3000:]

@@ -34,8 +34,8 @@ from bqas.service.app import create_app
 from bqas.service.config import ServiceSettings
 from bqas.service.testing import ServiceServer
 from bqas.settings import Settings
-from bqas.store.db import database_limits, open_store
-from bqas.store.service import count_jobs, create_api_key, get_job
+from bqas.store.db import Store, database_limits, open_store
+from bqas.store.service import create_api_key, get_job
 from bqas.testing.postgres import LocalPostgres
 
 BODY = {
@@ -45,6 +45,16 @@ BODY = {
     "sample": {"expected_intent": "reminder", "detected_intent": "reminder"},
 }
 GUARD_S = 120.0
+
+
+def count_jobs(store: Store, status: str) -> int:
+    """Jobs in ``status``, whoever submitted them."""
+    from sqlalchemy import func, select
+
+    from bqas.store.service import Job
+
+    with store.session() as s:
+        return int(s.scalar(select(func.count()).select_from(Job).where(Job.status == status)) or 0)
 
 
 def _round(

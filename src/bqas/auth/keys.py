@@ -9,9 +9,12 @@ A key in the file must be at least :data:`MIN_FILE_KEY_CHARS` characters with at
 tenant names follow :func:`bqas.tenants.check_tenant_name` (no reserved ``@`` names).
 
 Lookups are cached in memory for ``ttl`` seconds, so a revoked key may work that long in a running server.
-While the store is unavailable, a key this process verified within the last ``stale_limit`` seconds keeps
-its tenant (:meth:`Authenticator.check` says it was served stale); once the store answers again the key
-is looked up afresh, so a key revoked during the outage stops working at its first request after it.
+Once a key's freshness has run out, one request at a time asks the store about it; the others get the
+cached tenant meanwhile, served stale. While the store is unavailable, a key this process verified within
+the last ``stale_limit`` seconds keeps its tenant (:meth:`Authenticator.check` says it was served stale),
+without waiting on a store already known to be down; once the store answers again (its probe finds it
+back within a second or so) the key is looked up afresh, so a key revoked during the outage stops working
+at its first request after that.
 Pages and exports never show a key: they show its :func:`fingerprint`.
 """
 
@@ -118,6 +121,7 @@ class Authenticator:
         # key -> (tenant, fresh until, verified at) in time.monotonic() seconds
         self._cache: dict[str, tuple[str | None, float, float]] = {}
         self._lock = threading.Lock()
+        self._looking_up: set[str] = set()  # keys whose store lookup is in progress
 
     def add_key(self, key: str, tenant: str) -> None:
         """Accept ``key`` for ``tenant`` in this process only (e.g. the key of a running ``bqas review``)."""
@@ -132,29 +136,57 @@ class Authenticator:
             return True, entry[0]
         return False, None
 
+    def _stale(self, key: str) -> tuple[str, float] | None:
+        """(tenant, seconds since verified) of a key verified within ``stale_limit``, else None."""
+        entry = self._cache.get(key)
+        if entry is None or entry[0] is None:
+            return None
+        age = time.monotonic() - entry[2]
+        return (entry[0], age) if age <= self.stale_limit else None
+
+    def _done_looking_up(self, key: str, mine: bool) -> None:
+        if mine:
+            with self._lock:
+                self._looking_up.discard(key)
+
     def tenant(self, key: str) -> str | None:
         """The tenant of ``key`` (may query the store: call from a worker thread in async code)."""
         return self.check(key)[0]
 
     def check(self, key: str) -> tuple[str | None, float | None]:
         """(tenant, None) for a key looked up now or fresh in the cache; (tenant, seconds since it was
-        verified) for a verified key served from the cache because the store is unavailable (at most
-        ``stale_limit`` seconds old). Raises the store's error for a key it cannot vouch for."""
+        verified) for a verified key served from the cache past its freshness (at most ``stale_limit``
+        seconds old) because the store is unavailable, or is being asked about this key by another
+        request right now. Raises the store's error for a key it cannot vouch for."""
         hit, tenant = self.cached(key)
         if hit:
             return tenant, None
+        from_file = self.file_hashes.get(hash_key(key))
+        mine = False
+        if from_file is None:
+            with self._lock:
+                mine = key not in self._looking_up
+                self._looking_up.add(key)
+            # A verified key does not wait on the store when the store is known to be down (its own probe
+            # finds it back) or while another request is already asking it about this key (a store that
+            # froze but is not yet known to be down keeps that one request for up to its limits; the
+            # others would pile up behind it and fill the replica's scoring slots).
+            if self.store.down or not mine:
+                stale = self._stale(key)
+                if stale is not None:
+                    self._done_looking_up(key, mine)
+                    return stale
         try:
-            tenant = self.file_hashes.get(hash_key(key)) or tenant_for_key(self.store, key)
+            tenant = from_file or tenant_for_key(self.store, key)
         except Exception as exc:
             from bqas.store.db import database_unavailable
 
-            entry = self._cache.get(key)
-            if entry is None or entry[0] is None or not database_unavailable(exc):
+            stale = self._stale(key) if database_unavailable(exc) else None
+            if stale is None:
                 raise
-            age = time.monotonic() - entry[2]
-            if age > self.stale_limit:
-                raise
-            return entry[0], age
+            return stale
+        finally:
+            self._done_looking_up(key, mine)
         # Unknown keys are remembered briefly too, so a flood of bad keys does not reach the database.
         ttl = self.ttl if tenant else min(self.ttl, 2.0)
         at = time.monotonic()
