@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from bqas.training.p_reject import fit_model
 from bqas.offline.p_reject import LogisticModel
+from bqas.training.p_reject import fit_model
 
 
 def _data(seed: int) -> tuple[list[dict[str, float]], list[bool]]:
