@@ -1,0 +1,129 @@
+"""The facts prepared once for checking claims against them (units, words, stems, numbers, dates, weekdays,
+months), cached per process, and the units worth embedding for a set of claims."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from bqas.offline._textutil import cjk_bigrams, content_stems, split_sentences
+from bqas.offline.grounding.dates import DateFact, extract_dates, month_names, weekdays_of
+from bqas.offline.grounding.names import _norm_words
+from bqas.offline.grounding.numbers import NumberFact, extract_numbers
+
+_MAX_CONTEXT_UNITS = 400
+#: Contexts with at most this many units (sentences) are embedded whole. Above it, only the units that
+#: share content words with a claim are embedded: the best cosine match almost always shares some, and
+#: embedding is most of the cost (a 4k-character context is ~40-80 units; one claim needs a handful).
+EMBED_ALL_UNITS = 24
+#: Units embedded per claim above that size: the ones sharing the most content stems with the claim.
+CANDIDATES_PER_CLAIM = 4
+#: A claim sharing no content word with any unit (a paraphrase, another language) gets the first units.
+_FALLBACK_UNITS = 32
+#: Built contexts kept per process (the same passages recur across turns, models and requests).
+_CONTEXT_CACHE_SIZE = 256
+
+
+@dataclass
+class _Context:
+    units: list[str]
+    norm: str
+    word_set: set[str]
+    stems: set[str]
+    bigrams: set[str]
+    numbers: list[NumberFact]
+    dates: list[DateFact]
+    #: Weekdays (0 = Monday) and months (1-12) the facts name, in dates or as words.
+    weekdays: frozenset[int] = frozenset()
+    months: frozenset[int] = frozenset()
+    _unit_stems: list[frozenset[str]] | None = None
+
+    def unit_stems(self) -> list[frozenset[str]]:
+        """Content stems (and CJK bigrams) of each unit, computed on first use."""
+        if self._unit_stems is None:
+            self._unit_stems = [frozenset(content_stems(u)) for u in self.units]
+        return self._unit_stems
+
+
+def candidate_units(claims: list[str], context: _Context) -> list[int]:
+    """Indices of the context units to embed for ``claims`` (all of them for a small context).
+
+    Above :data:`EMBED_ALL_UNITS` units: per claim the :data:`CANDIDATES_PER_CLAIM` units sharing the most
+    content stems with it; a claim that shares none adds the first :data:`_FALLBACK_UNITS` units."""
+    n = len(context.units)
+    if n <= EMBED_ALL_UNITS:
+        return list(range(n))
+    unit_stems = context.unit_stems()
+    chosen: set[int] = set()
+    for claim in claims:
+        stems = frozenset(content_stems(claim))
+        scored = [(len(stems & us), -len(us), i) for i, us in enumerate(unit_stems) if not stems.isdisjoint(us)]
+        if not scored:
+            chosen.update(range(min(n, _FALLBACK_UNITS)))
+            continue
+        scored.sort(reverse=True)
+        chosen.update(i for _, _, i in scored[:CANDIDATES_PER_CLAIM])
+    return sorted(chosen)
+
+
+def _normalise_spacing(text: str) -> str:
+    # "7 , 370" / "3 . 5" (tokenised corpora) -> "7,370" / "3.5"
+    return re.sub(r"(?<=\d) ([.,]) (?=\d)", r"\1", text)
+
+
+_CONTEXTS: OrderedDict[tuple[str, ...], _Context] = OrderedDict()
+_CONTEXTS_LOCK = threading.Lock()
+
+
+def _context_for(facts: list[str]) -> _Context:
+    """:func:`_build_context`, cached (LRU, thread-safe): a built context is only read afterwards."""
+    key = tuple(facts)
+    with _CONTEXTS_LOCK:
+        hit = _CONTEXTS.get(key)
+        if hit is not None:
+            _CONTEXTS.move_to_end(key)
+            return hit
+    built = _build_context(facts)
+    with _CONTEXTS_LOCK:
+        _CONTEXTS[key] = built
+        while len(_CONTEXTS) > _CONTEXT_CACHE_SIZE:
+            _CONTEXTS.popitem(last=False)
+    return built
+
+
+def context_words(facts: list[str]) -> set[str]:
+    """The contexts' (folded) words, from the cached analysis context."""
+    return _context_for(facts).word_set
+
+
+def _build_context(facts: list[str]) -> _Context:
+    units: list[str] = []
+    numbers: list[NumberFact] = []
+    dates: list[DateFact] = []
+    for fact in facts:
+        fact = _normalise_spacing(fact)
+        sents = split_sentences(fact)
+        units.extend(sents)
+        if len(sents) > 1 and len(fact) <= 600:
+            units.append(fact)
+        ds, masked = extract_dates(fact)
+        dates.extend(ds)
+        numbers.extend(extract_numbers(masked, context=True))
+        # "1961" in a claim is supported by "13. August 1961" in the facts.
+        numbers.extend(NumberFact(str(d.year), ((float(d.year), 0),)) for d in ds if d.year is not None)
+    joined = "\n".join(facts)
+    norm = _norm_words(joined)
+    months = {d.month for d in dates if d.month is not None} | {m for _, m in month_names(joined)}
+    return _Context(
+        weekdays=frozenset(weekdays_of(joined, ranges=True)),
+        months=frozenset(months),
+        units=list(dict.fromkeys(units))[:_MAX_CONTEXT_UNITS],
+        norm=norm,
+        word_set=set(norm.split()),
+        stems=set(content_stems(joined)),
+        bigrams=set(cjk_bigrams(joined)),
+        numbers=numbers,
+        dates=dates,
+    )
