@@ -39,3 +39,58 @@ def test_list_numbers_scare_quotes_and_headings_are_formatting_not_claims() -> N
     assert _findings("May result in drugs and infections as causes.", fact, "en") == []
     # A real number the facts lack still counts.
     assert _findings("Causes include 12 kinds of infections.", fact, "en") == ["number '12' not in the facts"]
+
+
+def _shown(answer: str, fact: str, language: str = "en") -> list[str]:
+    ctx = OfflineContext(language=language, embedder_factory=HashingEmbedder)
+    return [e.finding() for e in evidence_against(analyse_grounding(answer, [fact], ctx)) if e.shows_wrong]
+
+
+def test_a_name_is_ground_for_failed_only_where_the_facts_name_another_in_its_place() -> None:
+    fact = "The company was founded in 1998 by two students in Stanford."
+    assert _shown("Two Harvard students founded the company in 1998.", fact) == [
+        "entity 'Harvard' not in the facts, which say 'Stanford'"
+    ]
+    # Absent, not contradicted: nothing the claim shares with the facts' sentence (no name, number, date).
+    assert _findings("Its products are sold in the United States.", fact, "en") == [
+        "entity 'United States' not in the facts"
+    ]
+    assert _shown("Its products are sold in the United States.", fact) == []
+
+
+def test_numbers_written_out_keep_their_unit_and_compounds_are_one_number() -> None:
+    fact = "The device charges fully in two hours; the battery lasts about 23 hours."
+    assert _findings("It charges fully in two minutes.", fact, "en") == ["number 'two minutes' not in the facts"]
+    assert _findings("It charges fully in two hours and lasts twenty-three hours.", fact, "en") == []
+    assert _findings("Ein dreiwöchiges Praktikum.", "Das Praktikum dauert zwei Wochen.") == [
+        "number 'dreiwöchiges' not in the facts"
+    ]
+    assert _findings("Ein zweiwöchiges Praktikum.", "Das Praktikum dauert zwei Wochen.") == []
+    assert (
+        _findings("With the 20-watt charger it takes two hours.", "The 20 W adapter charges it in two hours.", "en")
+        == []
+    )
+
+
+def test_paraphrased_numbers_of_the_facts_are_supported() -> None:
+    # The span between two years the facts name; "twice"; "decade"; an approximate number inside a range.
+    kafka = "Kafka schrieb „Die Verwandlung“ im Herbst 1912; sie erschien 1915 im Kurt Wolff Verlag."
+    assert _findings("Sie entstand 1912 und erschien drei Jahre später.", kafka) == []
+    assert _findings("Sie entstand 1912 und erschien vier Jahre später.", kafka) == [
+        "number 'vier Jahre' not in the facts"
+    ]
+    library = "Renewals are possible twice online; no eruption is expected in the next decade."
+    assert _findings("You can renew online two times.", library, "en") == []
+    assert _findings("No eruption is expected within ten years.", library, "en") == []
+    hamlet = "Shakespeare's Hamlet was probably written between 1599 and 1601."
+    assert _findings("Hamlet was written around 1600.", hamlet, "en") == []
+    assert _findings("Hamlet was written around 1605.", hamlet, "en") == ["number '1605' not in the facts"]
+
+
+def test_holidays_and_months_inside_german_compounds_are_dates() -> None:
+    fact = "Der Sportunterricht findet bis zu den Herbstferien im Freien statt. Zeugnisse gibt es im Januar."
+    assert _findings("Bis zu den Weihnachtsferien turnen wir draußen.", fact) == [
+        "date 'Weihnachtsferien' not in the facts"
+    ]
+    assert _findings("Bis zu den Herbstferien turnen wir draußen.", fact) == []
+    assert _findings("Zeugnisse gibt es am letzten Februarfreitag.", fact) == ["date 'Februar' not in the facts"]

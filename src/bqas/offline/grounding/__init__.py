@@ -26,8 +26,13 @@ narrow/no-break spaces, not plain spaces. Methods:
 * ``unsupported_claims`` -> the texts of the checkable claims that are not supported.
 
 What it cannot see: a wrong claim made only of words that also occur in the context (swapped roles,
-negation: "X is not Y" vs "X is Y"), numbers written as compound words ("dreiundzwanzig"), and any
-paraphrase the embedding does not recognise. Thresholds and figures: ``docs/offline-judge.md``.
+negation: "X is not Y" vs "X is Y"), a name swapped for a common noun (German nouns are not read as names),
+and any paraphrase the embedding does not recognise.
+
+What an offline ``failed`` may rest on (``evidence``): a number, date or quotation the facts lack, or a name
+where the facts' sentence about the same thing gives another. A name the facts only lack is no such ground
+(answers add names from what everybody knows as often as they invent them): the gate still fails, as an
+estimate, and a person decides. Thresholds and figures: ``docs/offline-judge.md``.
 
 The package by job: ``numbers`` (digits, units, number words, Chinese numerals), ``dates`` (written dates,
 weekdays, months), ``names`` (entities, quotations), ``context`` (the facts prepared and cached), ``claims``
@@ -68,12 +73,20 @@ from bqas.offline.grounding.dates import (
     weekdays_of,
     weekdays_written,
 )
-from bqas.offline.grounding.evidence import Evidence, claims_with_evidence, evidence_against, evidence_fact
+from bqas.offline.grounding.evidence import (
+    ABSENT_ONLY,
+    Evidence,
+    claims_with_evidence,
+    evidence_against,
+    evidence_fact,
+    shown_wrong,
+)
 from bqas.offline.grounding.gates import claim_grounding, claim_invention_gate, unsupported_claims
 from bqas.offline.grounding.names import extract_entities, extract_quotes, text_supported
 from bqas.offline.grounding.numbers import NumberFact, extract_numbers, number_supported
 
 __all__ = [
+    "ABSENT_ONLY",
     "CANDIDATES_PER_CLAIM",
     "EMBED_ALL_UNITS",
     "LEX_THRESHOLD",
@@ -108,6 +121,7 @@ __all__ = [
     "fold_day",
     "month_names",
     "number_supported",
+    "shown_wrong",
     "text_supported",
     "unsupported_claims",
     "weekdays_of",

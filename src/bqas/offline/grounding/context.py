@@ -3,13 +3,14 @@ months), cached per process, and the units worth embedding for a set of claims."
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
 from bqas.offline._textutil import cjk_bigrams, content_stems, split_sentences
-from bqas.offline.grounding.dates import DateFact, extract_dates, month_names, weekdays_of
+from bqas.offline.grounding.dates import DateFact, extract_dates, holiday_words, month_names, weekdays_of
 from bqas.offline.grounding.names import _norm_words
 from bqas.offline.grounding.numbers import NumberFact, extract_numbers
 
@@ -38,6 +39,10 @@ class _Context:
     #: Weekdays (0 = Monday) and months (1-12) the facts name, in dates or as words.
     weekdays: frozenset[int] = frozenset()
     months: frozenset[int] = frozenset()
+    #: Ranges the facts give ("between 1599 and 1601", "12 bis 15 Seiten"), as (low, high).
+    ranges: tuple[tuple[float, float], ...] = ()
+    #: Holidays the facts name ("Herbstferien", "暑假"), folded.
+    holidays: frozenset[str] = frozenset()
     _unit_stems: list[frozenset[str]] | None = None
 
     def unit_stems(self) -> list[frozenset[str]]:
@@ -69,8 +74,39 @@ def candidate_units(claims: list[str], context: _Context) -> list[int]:
 
 
 def _normalise_spacing(text: str) -> str:
-    # "7 , 370" / "3 . 5" (tokenised corpora) -> "7,370" / "3.5"
+    # "7 , 370" / "3 . 5" (tokenised corpora) -> "7,370" / "3.5"; "February 3 , 1984" -> "February 3, 1984"
+    text = re.sub(r"(?<=\d) , (?=\d{4}(?!\d))", ", ", text)
     return re.sub(r"(?<=\d) ([.,]) (?=\d)", r"\1", text)
+
+
+_MAX_YEARS = 12
+_RANGE_RE = re.compile(
+    r"(?<![\d.,])(\d+(?:[.,]\d+)?)\s*(?:and|und|to|bis|-|–|至|到)\s*(\d+(?:[.,]\d+)?)(?![\d.,]*\d)", re.IGNORECASE
+)
+
+
+def _years_apart(dates: list[DateFact], numbers: list[NumberFact]) -> list[NumberFact]:
+    """The spans between the years one fact names: "1912 ... 1915" supports "drei Jahre später", "1998 ...
+    2003" supports "five years later"."""
+    years = {d.year for d in dates if d.year is not None}
+    years |= {
+        int(v)
+        for n in numbers
+        if n.dim is None and n.mult == 1.0
+        for v, d in n.readings[:1]
+        if d == 0 and 1000 <= v <= 2100
+    }
+    ordered = sorted(years)[:_MAX_YEARS]
+    return [NumberFact(f"{b}-{a}", ((float(b - a), 0),)) for a, b in itertools.combinations(ordered, 2)]
+
+
+def _ranges(text: str) -> list[tuple[float, float]]:
+    out = []
+    for m in _RANGE_RE.finditer(text):
+        lo, hi = (float(g.replace(",", ".")) for g in m.groups())
+        if lo < hi:
+            out.append((lo, hi))
+    return out
 
 
 _CONTEXTS: OrderedDict[tuple[str, ...], _Context] = OrderedDict()
@@ -102,6 +138,7 @@ def _build_context(facts: list[str]) -> _Context:
     units: list[str] = []
     numbers: list[NumberFact] = []
     dates: list[DateFact] = []
+    ranges: list[tuple[float, float]] = []
     for fact in facts:
         fact = _normalise_spacing(fact)
         sents = split_sentences(fact)
@@ -110,14 +147,19 @@ def _build_context(facts: list[str]) -> _Context:
             units.append(fact)
         ds, masked = extract_dates(fact)
         dates.extend(ds)
-        numbers.extend(extract_numbers(masked, context=True))
+        found = extract_numbers(masked, context=True)
+        numbers.extend(found)
         # "1961" in a claim is supported by "13. August 1961" in the facts.
         numbers.extend(NumberFact(str(d.year), ((float(d.year), 0),)) for d in ds if d.year is not None)
+        numbers.extend(_years_apart(ds, found))
+        ranges.extend(_ranges(masked))
     joined = "\n".join(facts)
     norm = _norm_words(joined)
     months = {d.month for d in dates if d.month is not None} | {m for _, m in month_names(joined)}
     return _Context(
         weekdays=frozenset(weekdays_of(joined, ranges=True)),
+        ranges=tuple(ranges),
+        holidays=frozenset(key for _, key in holiday_words(joined)),
         months=frozenset(months),
         units=list(dict.fromkeys(units))[:_MAX_CONTEXT_UNITS],
         norm=norm,

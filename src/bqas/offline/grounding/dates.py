@@ -152,6 +152,18 @@ _MONTH_WORD_RE = re.compile(
     r"(?<![\w-])(Januar|Jänner|Februar|März|April|Mai|Juni|Juli|August|September|Oktober|November|Dezember"
     r"|January|February|March|June|July)(?![\w-])"
 )
+# A German month opening a compound ("am letzten Januarfreitag", "Märzwoche"); not Mai/Juni/Juli/August,
+# which open other words ("Maisfeld", "Augustiner").
+_MONTH_COMPOUND_RE = re.compile(
+    r"(?<![\w-])(Januar|Februar|März|April|September|Oktober|November|Dezember)(?=[a-zäöüß]{3,})"
+)
+# School holidays are dates too ("bis zu den Herbstferien"); the key is what the facts must name.
+_HOLIDAY_RE = re.compile(
+    r"(?<![\w-])(?:(?P<de>Herbst|Weihnachts|Oster|Sommer|Winter|Pfingst|Faschings|Fastnachts|Fasnachts|Halbjahres)ferien"
+    r"|(?P<en>Christmas|Easter|summer|autumn|fall|winter|spring|half-term|Thanksgiving)\s+(?:holidays?|break|vacation))"
+    r"(?![\w-])|(?P<zh>寒假|暑假|春假|国庆|春节|五一假期|劳动节|中秋)",
+    re.IGNORECASE,
+)
 _ZH_MONTH_RE = re.compile(
     r"(?<![\d年零〇一二两三四五六七八九十])(\d{1,2}|十[一二]?|[一二三四五六七八九])月(?!\s*\d|份?[0-9])"
 )
@@ -183,9 +195,20 @@ def fold_day(word: str) -> str:
 def month_names(text: str) -> list[tuple[str, int]]:
     """(as written, 1-12) for the months ``text`` names without a full date ("Mitte April", "三月")."""
     out = [(m.group(1), _MONTHS[m.group(1).casefold()]) for m in _MONTH_WORD_RE.finditer(text)]
+    out.extend((m.group(1), _MONTHS[m.group(1).casefold()]) for m in _MONTH_COMPOUND_RE.finditer(text))
     for m in _ZH_MONTH_RE.finditer(text):
         raw = m.group(1)
         value = int(raw) if raw.isdigit() else _zh_number(raw)
         if value is not None and 1 <= value <= 12:
             out.append((m.group(0), int(value)))
+    return out
+
+
+def holiday_words(text: str) -> list[tuple[str, str]]:
+    """(as written, key) for the holidays ``text`` names ("Herbstferien" -> "herbst", "fall break" ->
+    "autumn", "暑假")."""
+    out = []
+    for m in _HOLIDAY_RE.finditer(text):
+        key = (m.group("de") or m.group("en") or m.group("zh")).casefold()
+        out.append((m.group(0), "autumn" if key == "fall" else key))
     return out

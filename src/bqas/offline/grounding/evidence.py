@@ -8,6 +8,12 @@ from dataclasses import dataclass
 
 from bqas.offline._textutil import CJK_RE
 from bqas.offline.grounding.claims import GroundingAnalysis
+from bqas.offline.grounding.dates import date_supported, extract_dates
+from bqas.offline.grounding.names import _norm_words, extract_entities, text_supported
+from bqas.offline.grounding.numbers import extract_numbers, number_supported
+
+#: The note of an invention gate whose findings are only names the facts lack (none the facts contradict).
+ABSENT_ONLY = "names the facts lack but do not contradict: absent, not shown wrong"
 
 
 @dataclass(frozen=True)
@@ -19,8 +25,20 @@ class Evidence:
     kind: str
     text: str
     checked_against: str
+    #: For a name: the name the facts give in its place (in the sentence most like the claim, which shares
+    #: another name, number or date with it). None for a name that is only absent.
+    instead: str | None = None
+
+    @property
+    def shows_wrong(self) -> bool:
+        """Whether this is ground for ``failed``: a number, date or quotation the facts lack, or a name where
+        the facts give another. A name that is only absent is not: answers add names from what everybody
+        knows ("the United States", "Social Security") as often as they invent them."""
+        return self.kind != "entity" or self.instead is not None
 
     def finding(self) -> str:
+        if self.instead is not None:
+            return f"{self.kind} {self.text!r} not in the facts, which say {self.instead!r}"
         return f"{self.kind} {self.text!r} not in the facts"
 
 
@@ -29,15 +47,42 @@ def evidence_against(analysis: GroundingAnalysis) -> list[Evidence]:
     claim (what a reader compares it with)."""
     out: list[Evidence] = []
     for c in analysis.checkable:
-        against = " ".join((c.best_context or "").split())
-        against = against if len(against) <= 200 else against[:199] + "…"
-        found = [*c.facts, *c.calendar]
-        out.extend(
-            Evidence(c.text, f["kind"], f["text"], against)
-            for f in found
-            if not f["supported"] and not _formatting(c.text, f["kind"], f["text"])
-        )
+        sentence = " ".join((c.best_context or "").split())
+        against = sentence if len(sentence) <= 200 else sentence[:199] + "…"
+        for f in (*c.facts, *c.calendar):
+            if f["supported"] or _formatting(c.text, f["kind"], f["text"]):
+                continue
+            instead = _name_instead(c.text, sentence, analysis.language) if f["kind"] == "entity" else None
+            out.append(Evidence(c.text, f["kind"], f["text"], against, instead))
     return out
+
+
+def shown_wrong(evidence: list[Evidence]) -> list[Evidence]:
+    """The findings that are ground for ``failed`` (see :attr:`Evidence.shows_wrong`)."""
+    return [e for e in evidence if e.shows_wrong]
+
+
+def _name_instead(claim: str, sentence: str, language: str) -> str | None:
+    """The name ``sentence`` gives that ``claim`` lacks, when the two are about the same thing (they share a
+    name, a number or a date): "Born in Paris in 1867, Marie Curie ..." against "Marie Curie was born in
+    Warsaw in 1867" gives "Warsaw"."""
+    if not sentence:
+        return None
+    claim_norm = _norm_words(claim)
+    claim_words = set(claim_norm.split())
+    names = extract_entities(sentence, language)
+    others = [n for n in names if not text_supported(n, claim_norm, claim_words)]
+    if not others:
+        return None
+    shared = len(others) < len(names)
+    if not shared:
+        claim_dates, claim_rest = extract_dates(claim)
+        sentence_dates, sentence_rest = extract_dates(sentence)
+        numbers = extract_numbers(sentence_rest, context=True)
+        shared = any(date_supported(d, sentence_dates) for d in claim_dates) or any(
+            number_supported(n, numbers) for n in extract_numbers(claim_rest)
+        )
+    return others[0] if shared else None
 
 
 def _formatting(claim: str, kind: str, text: str) -> bool:

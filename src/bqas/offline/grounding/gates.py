@@ -7,7 +7,13 @@ from typing import Any
 
 from bqas.offline._textutil import as_list, as_text, is_non_answer
 from bqas.offline.grounding.claims import analyse_grounding
-from bqas.offline.grounding.evidence import claims_with_evidence, evidence_against, evidence_fact
+from bqas.offline.grounding.evidence import (
+    ABSENT_ONLY,
+    claims_with_evidence,
+    evidence_against,
+    evidence_fact,
+    shown_wrong,
+)
 from bqas.offline.methods import FACT_KEY, MethodResult, OfflineContext, offline_method
 
 
@@ -53,8 +59,12 @@ def claim_invention_gate(inputs: Mapping[str, Any], ctx: OfflineContext) -> Meth
     n_facts = sum(len(c.facts) for c in analysis.checkable)
     note = None if n_facts else "no checkable numbers/dates/entities in the answer"
     details: dict[str, Any] = {"invented": invented, "checked_facts": n_facts, "language": analysis.language}
-    if invented:
-        details[FACT_KEY] = evidence_fact(evidence_against(analysis))
+    shown = shown_wrong(evidence_against(analysis))
+    if shown:
+        details[FACT_KEY] = evidence_fact(shown)
+    elif invented:
+        # Still "fail", but an estimate: without a fact the verdict goes to a person instead of failing.
+        note = ABSENT_ONLY
     return MethodResult("fail" if invented else "pass", "claims:facts", note=note, details=details)
 
 

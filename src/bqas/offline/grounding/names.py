@@ -22,6 +22,8 @@ _ROMAN_RE = re.compile(r"^[IVXLC]+$")
 _NON_ENTITY_CAPS = frozenset(
     {"I", "OK", "PS", "AM", "PM", "FAQ", "AFB", "UTC", "CET", "CEST", "MEZ"} | {n for n in _UNIT_INDEX if n.isupper()}
 )
+#: Dimensions and resolutions ("2D", "3D", "4K"): words of the trade, not names.
+_DIMENSIONS_RE = re.compile(r"^\d[DK]$")
 _ORDINAL_RE = re.compile(r"^\d+(?:st|nd|rd|th|te|ten|ter)$", re.I)
 _CAP_STOP = {w.capitalize() for w in STOPWORDS} | {m.capitalize() for m in _MONTHS} | {
     "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "Montag", "Dienstag",
@@ -50,8 +52,11 @@ def extract_entities(text: str, language: str) -> list[str]:
             found.append(tok)
     for m in _MIXED_RE.finditer(text):
         tok = m.group(0)
-        if _ORDINAL_RE.match(tok) or _NUM_RE.fullmatch(tok) or tok in found:
+        if _ORDINAL_RE.match(tok) or _NUM_RE.fullmatch(tok) or _DIMENSIONS_RE.match(tok) or tok in found:
             continue
+        measure = _NUM_RE.match(tok)
+        if measure and (measure.group("unit") or measure.group("mult")):
+            continue  # a measure joined by hyphens ("315-mile-long"): a number, read as one
         found.append(tok)
     for m in _TITLED_RE.finditer(text):
         found.append(m.group(1).strip())

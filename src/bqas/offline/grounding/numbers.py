@@ -7,7 +7,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from bqas.offline._textutil import CJK_RE, words
+from bqas.offline._textutil import CJK_RE
 
 # ---------------------------------------------------------------------------------------------- units
 
@@ -95,8 +95,9 @@ _NUM_RE = re.compile(
     r"(?<![.,])(?<![^\W\u3400-\u9fff\uf900-\ufaff])(?<![A-Za-zÄÖÜäöüß]-)"
     r"(?P<num>\d{1,3}(?:[.,'\u00a0\u202f\u2009]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)"
     r"(?!\d)"
-    rf"(?:\s?(?P<mult>{_MULT_ALT})\.?(?![A-Za-z]))?"
-    rf"(?:\s?(?P<unit>{_UNIT_ALT})(?![A-Za-zÄÖÜäöüß]))?",
+    # A hyphen may join them ("20-watt", "4-million-euro", "a 315-mile-long river").
+    rf"(?:[\s-]?(?P<mult>{_MULT_ALT})\.?(?![A-Za-z]))?"
+    rf"(?:[\s-]?(?P<unit>{_UNIT_ALT})(?![A-Za-zÄÖÜäöüß]))?",
     re.IGNORECASE,
 )
 _LETTER_AFTER_RE = re.compile(r"[A-Za-zÄÖÜäöüß]")
@@ -134,11 +135,35 @@ _NUMBER_WORDS: dict[str, float] = {
 #: Number words that are as often no number at all ("one of them", "no one"): a claim's "one" is not read
 #: as the number 1 (a fact's "one" still supports a claim's "1").
 _CONTEXT_ONLY_NUMBER_WORDS = frozenset({"one", "eins"})
+#: Words that carry a number but are read on the facts' side only, to support a claim that writes it out
+#: ("renew twice" supports "two times", "in the next decade" supports "within ten years").
+_CONTEXT_NUMBER_WORDS: dict[str, float] = {
+    "twice": 2, "thrice": 3, "zweimal": 2, "dreimal": 3, "decade": 10, "jahrzehnt": 10, "dozen": 12,
+    "dutzend": 12, "century": 100, "jahrhundert": 100,
+}  # fmt: skip
+_NUMBER_WORD_RE = re.compile(
+    r"(?<!\w)(?:" + "|".join(sorted({*_NUMBER_WORDS, *_CONTEXT_NUMBER_WORDS}, key=len, reverse=True)) + r")(?!\w)",
+    re.IGNORECASE,
+)
+_UNIT_AFTER_RE = re.compile(rf"[\s-]?个?({_UNIT_ALT})(?![A-Za-zÄÖÜäöüß])", re.IGNORECASE)
+_UNITS_WORD_ALT = "ein|zwei|drei|vier|fünf|sechs|sieben|acht|neun"
+_TENS_WORD_ALT = "zwanzig|dreißig|vierzig|fünfzig|sechzig|siebzig|achtzig|neunzig"
+_EN_TENS_ALT = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+_EN_UNITS_ALT = "one|two|three|four|five|six|seven|eight|nine"
+#: Compound number words: "dreiundzwanzig", "twenty-three", and German number-word adjectives
+#: ("dreiwöchiges Praktikum", "zweitägig", "dreifach"), read as one number.
+_COMPOUND_NUMBER_RE = re.compile(
+    rf"(?<![\w-])(?:(?P<de_units>{_UNITS_WORD_ALT})und(?P<de_tens>{_TENS_WORD_ALT})"
+    rf"|(?P<en_tens>{_EN_TENS_ALT})[- ](?P<en_units>{_EN_UNITS_ALT})"
+    rf"|(?P<adj>{_UNITS_WORD_ALT}|zehn|elf|zwölf)(?:wöchig|tägig|jährig|monatig|stündig|minütig|fach|mal)\w*)"
+    r"(?![\w-])",
+    re.IGNORECASE,
+)
 #: A single Chinese numeral counts before a measure word ("八周", "两个月", "三天"); "一" does not, since
 #: "一个"/"一下"/"一起" are rarely the number one, and "十分" is "very", so 分 needs 分钟.
 _ZH_SINGLE_NUM_RE = re.compile(
     r"(?<![零〇一二两三四五六七八九十百千万亿])[二两三四五六七八九十]"
-    r"(?=周|个月|个星期|小时|分钟|天|年|岁|次|名|位|人|元|米|节|页|所|门|届|级|倍|公里|公斤|千克|吨)"
+    r"(?=周|个|小时|分钟|秒|点|天|年|岁|次|名|位|人|元|角|块|毛|米|节|页|所|门|届|级|倍|本|张|层|公里|公斤|千克|吨)"
 )
 
 
@@ -231,14 +256,52 @@ def extract_numbers(text: str, *, context: bool = False) -> list[NumberFact]:
     for m in _ZH_NUM_RE.finditer(text):
         value = _zh_number(m.group(0))
         if value is not None:
-            out.append(NumberFact(m.group(0), ((value, 0),)))
+            out.append(_written(text, m, value))
     for m in _ZH_SINGLE_NUM_RE.finditer(text):
-        out.append(NumberFact(m.group(0), ((float(_ZH_DIGITS.get(m.group(0), 10)), 0),)))
-    for w in words(text):
+        out.append(_written(text, m, float(_ZH_DIGITS.get(m.group(0), 10))))
+    compounds = list(_COMPOUND_NUMBER_RE.finditer(text))
+    for m in compounds:
+        out.append(_written(text, m, _compound_value(m)))
+    if compounds:
+        # The parts of a compound are not numbers of their own ("twenty-three" is not 20 and 3).
+        text = _COMPOUND_NUMBER_RE.sub(" ", text)
+    for m in _NUMBER_WORD_RE.finditer(text):
         # "innerhalb von zwölf Wochen" against facts that say "acht Wochen": a number like any other.
+        w = m.group(0).casefold()
         if w in _NUMBER_WORDS and (context or w not in _CONTEXT_ONLY_NUMBER_WORDS):
-            out.append(NumberFact(w, ((_NUMBER_WORDS[w], 0),)))
+            out.append(_written(text, m, _NUMBER_WORDS[w]))
+        elif context and w in _CONTEXT_NUMBER_WORDS:
+            out.append(NumberFact(m.group(0), ((_CONTEXT_NUMBER_WORDS[w], 0),)))
     return out
+
+
+def _unit_reading(unit: str) -> tuple[str, float] | None:
+    if unit in _UNIT_INDEX:
+        return _UNIT_INDEX[unit]
+    return _UNIT_INDEX_CI.get(unit.casefold())
+
+
+def _written(text: str, m: re.Match[str], value: float) -> NumberFact:
+    """A number written as a word or numeral, with the unit that follows it ("zwölf Wochen", "两个小时")."""
+    after = _UNIT_AFTER_RE.match(text, m.end())
+    reading = _unit_reading(after.group(1)) if after else None
+    if after is None or reading is None or (after.group(1) == "年" and 1000 <= value <= 2100):
+        return NumberFact(m.group(0), ((value, 0),))
+    dim, factor = reading
+    return NumberFact(m.group(0) + after.group(0), ((value, 0),), 1.0, dim, factor)
+
+
+def _word_value(word: str) -> float:
+    key = word.casefold()
+    return 1.0 if key == "ein" else _NUMBER_WORDS[key]
+
+
+def _compound_value(m: re.Match[str]) -> float:
+    if m.group("de_units"):
+        return _word_value(m.group("de_units")) + _word_value(m.group("de_tens"))
+    if m.group("en_tens"):
+        return _word_value(m.group("en_tens")) + _word_value(m.group("en_units"))
+    return _word_value(m.group("adj"))
 
 
 def _close(a: float, b: float) -> bool:
