@@ -94,3 +94,19 @@ def test_holidays_and_months_inside_german_compounds_are_dates() -> None:
     ]
     assert _findings("Bis zu den Herbstferien turnen wir draußen.", fact) == []
     assert _findings("Zeugnisse gibt es am letzten Februarfreitag.", fact) == ["date 'Februar' not in the facts"]
+
+
+def test_chinese_measure_words_name_what_is_counted_and_numeral_dates_are_dates() -> None:
+    fact = "学生最多可借五本书，可在网上续借两次。成绩将于七月二十日公布。电量低于百分之二十时返回。"
+    assert _findings("学生可以在网上续借五次。", fact, "zh") == ["number '五次' not in the facts"]
+    assert _findings("学生最多借五本书，续借两次。", fact, "zh") == []
+    assert _findings("成绩七月二日公布。", fact, "zh") == ["date '七月二日' not in the facts"]
+    assert _findings("电量低于百分之五十时返回。", fact, "zh") == ["number '百分之五十' not in the facts"]
+
+
+def test_a_german_compound_with_the_facts_head_and_another_modifier_is_a_swapped_name() -> None:
+    fact = "Der Rhein ist rund 1.230 Kilometer lang und mündet in den Niederlanden in die Nordsee."
+    assert _shown("Der 1.230 Kilometer lange Rhein mündet in den Niederlanden in die Ostsee.", fact, "de") == [
+        "entity 'Ostsee' not in the facts, which say 'Nordsee'"
+    ]
+    assert _shown("Der 1.230 Kilometer lange Rhein mündet in den Niederlanden in die Nordsee.", fact, "de") == []

@@ -7,7 +7,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from bqas.offline._textutil import CJK_RE, content_stems, detect_language, split_sentences, stems_found
+from bqas.offline._textutil import (
+    CJK_RE,
+    STOPWORDS,
+    content_stems,
+    detect_language,
+    fold,
+    split_sentences,
+    stems_found,
+    words,
+)
 from bqas.offline.embeddings import cosine_matrix
 from bqas.offline.grounding.context import _build_context, _Context, _context_for, _normalise_spacing, candidate_units
 from bqas.offline.grounding.dates import date_supported, extract_dates, holiday_words, month_names, weekdays_written
@@ -44,6 +53,9 @@ class ClaimCheck:
     unfound: tuple[bool, ...] = ()
     #: Weekdays and months the claim names alone, and whether the facts name them (see _check_claim_facts).
     calendar: list[dict[str, Any]] = field(default_factory=list)
+    #: German nouns the claim has where the facts' sentence most like it has another (see _swapped_nouns):
+    #: evidence for the verdict only, like ``calendar``.
+    swapped: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"claim": self.text, "supported": self.supported, "reason": self.reason}
@@ -94,6 +106,85 @@ _APPROXIMATE_RE = re.compile(
     r"\b(?:around|about|approximately|roughly|circa|ca\.|etwa|ungefähr|rund|gegen|zirka)\b|约|大约|左右|前后",
     re.IGNORECASE,
 )
+
+
+_NOUN_RE = re.compile(r"(?<![\w-])[A-ZÄÖÜ][a-zäöüß]{2,}(?![\w-])")
+_SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;„“\"(])\s*$")
+#: A claim worded like a sentence of the facts shares at least this share of its content stems with it.
+_SAME_STATEMENT = 0.6
+
+
+def _nouns(text: str) -> list[str]:
+    """Capitalised words not at a sentence start: German nouns, which are names as often as not."""
+    return [
+        m.group(0)
+        for m in _NOUN_RE.finditer(text)
+        if not _SENTENCE_START_RE.search(text[: m.start()]) and m.group(0).casefold() not in STOPWORDS
+    ]
+
+
+def _related(word: str, words: set[str]) -> bool:
+    """Whether ``word`` (folded) is one of ``words``, or part of a compound with one ("Schulbücherei")."""
+    return word in words or any(len(w) >= 5 and (w in word or word in w) for w in words)
+
+
+def _swapped_nouns(claim: str, sentence: str, context: _Context) -> list[dict[str, Any]]:
+    """The German compounds of a claim that the facts lack where the facts' sentence most like the claim,
+    worded the same otherwise, has the same head with another modifier: "bis zur Ostsee" against "in die
+    Nordsee", "zum Karwendelgebirge" against "im Wettersteingebirge". German names are capitalised like
+    every noun, so a noun is read as a swapped name only where its head shows the slot."""
+    stems = [st for st in content_stems(claim) if not CJK_RE.search(st)]
+    if len(stems) < 3 or sum(stems_found(stems, set(content_stems(sentence)))) < _SAME_STATEMENT * len(stems):
+        return []
+    claim_words = {fold(w) for w in words(claim)}
+    others = [n for n in _nouns(sentence) if fold(n) not in claim_words]
+    out: list[dict[str, Any]] = []
+    for noun in dict.fromkeys(_nouns(claim)):
+        folded = fold(noun)
+        for other in others:
+            head = _shared_head(folded, fold(other))
+            modifier = folded[: len(folded) - len(head)] if head else ""
+            if head and modifier and not _related(modifier, context.word_set):
+                out.append({"kind": "entity", "text": noun, "supported": False, "instead": other})
+                break
+    return out
+
+
+#: Word endings that two nouns share without sharing a head ("Prüfung" and "Anmeldung").
+_SUFFIXES = frozenset(
+    {
+        "ung",
+        "ungen",
+        "heit",
+        "keit",
+        "schaft",
+        "tion",
+        "ion",
+        "chen",
+        "lein",
+        "tat",
+        "nis",
+        "ment",
+        "ismus",
+        "erin",
+        "innen",
+        "ern",
+        "ten",
+        "ler",
+    }
+)
+
+
+def _shared_head(a: str, b: str) -> str:
+    """The head two German compounds share ("ostsee"/"nordsee": "see"; "ostseekuste"/"kuste": "kuste"),
+    or "" where they share only an ending or are the same word."""
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    head = a[len(a) - n :]
+    if a == b or len(head) < 3 or head in _SUFFIXES or len(head) == len(a):
+        return ""
+    return head
 
 
 def _inside_a_range(n: NumberFact, ranges: tuple[tuple[float, float], ...]) -> bool:
@@ -180,6 +271,8 @@ def analyse_grounding(answer: str, facts: list[str], ctx: OfflineContext, query:
             j = int(best[i])
             c.similarity = float(sims[i, j])
             c.best_context = units[j]
+            if language == "de":
+                c.swapped = _swapped_nouns(c.text, units[j], context)
     for c in checkable:
         missing = [f for f in c.facts if not f["supported"]]
         c.invented_fact = bool(missing)

@@ -53,6 +53,12 @@ _DATE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<!\d)(\d{1,2})\s?月\s?(\d{1,2})\s?[日号]"), "md"),
     (
         re.compile(
+            r"(?<![\d零〇一二两三四五六七八九十])([一二三四五六七八九十]{1,2})月([一二三四五六七八九十]{1,3})[日号]"
+        ),
+        "zh_md",
+    ),
+    (
+        re.compile(
             rf"(?<!\d)(\d{{1,2}})(?:\.|st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ALT})\.?(?:,?\s+(\d{{4}}))?(?![a-zäöü])", re.I
         ),
         "dMy",
@@ -107,6 +113,11 @@ def extract_dates(text: str, *, prefilter: bool = True) -> tuple[list[DateFact],
                     y, mo, d = int(g[0]), int(g[1]), None
                 elif kind == "md":
                     y, mo, d = None, int(g[0]), int(g[1])
+                elif kind == "zh_md":
+                    zh_month, zh_day = _zh_number(g[0]), _zh_number(g[1])
+                    if zh_month is None or zh_day is None:
+                        continue
+                    y, mo, d = None, int(zh_month), int(zh_day)
                 elif kind == "dMy":
                     d, mo, y = int(g[0]), _MONTHS[g[1].casefold()], int(g[2]) if g[2] else None
                 elif kind == "Mdy":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bqas.offline._textutil import CJK_RE
+from bqas.offline._textutil import CJK_RE, content_stems, stems_found
 from bqas.offline.grounding.claims import GroundingAnalysis
 from bqas.offline.grounding.dates import date_supported, extract_dates
 from bqas.offline.grounding.names import _norm_words, extract_entities, text_supported
@@ -54,12 +54,22 @@ def evidence_against(analysis: GroundingAnalysis) -> list[Evidence]:
                 continue
             instead = _name_instead(c.text, sentence, analysis.language) if f["kind"] == "entity" else None
             out.append(Evidence(c.text, f["kind"], f["text"], against, instead))
+        out.extend(Evidence(c.text, f["kind"], f["text"], against, f["instead"]) for f in c.swapped)
     return out
 
 
 def shown_wrong(evidence: list[Evidence]) -> list[Evidence]:
     """The findings that are ground for ``failed`` (see :attr:`Evidence.shows_wrong`)."""
     return [e for e in evidence if e.shows_wrong]
+
+
+def _mostly_worded_like(claim: str, sentence: str) -> bool:
+    """Whether most of the claim's content stems are the sentence's: the same statement in its words."""
+    stems = [s for s in content_stems(claim) if not CJK_RE.search(s)]
+    if len(stems) < 3:
+        return False
+    found = stems_found(stems, set(content_stems(sentence)))
+    return sum(found) >= 0.6 * len(stems)
 
 
 def _name_instead(claim: str, sentence: str, language: str) -> str | None:
@@ -74,7 +84,7 @@ def _name_instead(claim: str, sentence: str, language: str) -> str | None:
     others = [n for n in names if not text_supported(n, claim_norm, claim_words)]
     if not others:
         return None
-    shared = len(others) < len(names)
+    shared = len(others) < len(names) or _mostly_worded_like(claim, sentence)
     if not shared:
         claim_dates, claim_rest = extract_dates(claim)
         sentence_dates, sentence_rest = extract_dates(sentence)

@@ -37,6 +37,15 @@ _units("EUR", 1.0, "€", "EUR", "Euro", "euros", "欧元")
 _units("USD", 1.0, "$", "USD", "US-Dollar", "dollars", "dollar", "Dollar", "美元")
 _units("GBP", 1.0, "£", "GBP")
 _units("CNY", 1.0, "元", "人民币", "RMB", "CNY", "¥")
+_units("CNY", 1.0, "块")
+_units("CNY", 0.1, "角", "毛")
+# Chinese measure words name what is counted: "续借两次" is not supported by "五本书" (five books).
+_units("count:times", 1.0, "次", "回", "遍")
+_units("count:people", 1.0, "人", "名", "位")
+_units("count:volumes", 1.0, "本", "册")
+_units("count:pieces", 1.0, "节", "根", "张", "台", "辆", "页")
+_units("count:size", 1.0, "号")
+_units("clock", 1.0, "点")
 _units("CHF", 1.0, "CHF", "Franken")
 _units("time", 1e-3, "ms", "Millisekunden", "milliseconds", "毫秒")
 _units("time", 1.0, "s", "Sek", "Sekunden", "Sekunde", "seconds", "second", "sec", "秒")
@@ -117,8 +126,11 @@ _ZH_DIGITS = {
     "九": 9,
 }
 _ZH_NUM_RE = re.compile(
-    r"[零〇一二两三四五六七八九十百千万亿]{2,}(?=[位个名人年岁元米吨克次座条种件天岁月日号%％公千周节页所门届倍]|小时|分钟)"
+    r"[零〇一二两三四五六七八九十百千万亿]{2,}"
+    r"(?=[位个名人年岁元角块毛米吨克次回遍本册根张台辆座条种件天月日号点秒%％公千周节页所门届倍]|小时|分钟)"
 )
+#: "百分之二十" is 20 %.
+_ZH_PERCENT_RE = re.compile(r"百分之([零〇一二两三四五六七八九十百]+)")
 
 _NUMBER_WORDS: dict[str, float] = {
     # numbers written as words (German/English); "one"/"eins" count on the facts' side only (see below)
@@ -163,7 +175,7 @@ _COMPOUND_NUMBER_RE = re.compile(
 #: "一个"/"一下"/"一起" are rarely the number one, and "十分" is "very", so 分 needs 分钟.
 _ZH_SINGLE_NUM_RE = re.compile(
     r"(?<![零〇一二两三四五六七八九十百千万亿])[二两三四五六七八九十]"
-    r"(?=周|个|小时|分钟|秒|点|天|年|岁|次|名|位|人|元|角|块|毛|米|节|页|所|门|届|级|倍|本|张|层|公里|公斤|千克|吨)"
+    r"(?=周|个|小时|分钟|秒|点|天|年|岁|次|回|遍|名|位|人|元|角|块|毛|米|节|根|号|页|所|门|届|级|倍|本|册|张|台|辆|层|公里|公斤|千克|吨)"
 )
 
 
@@ -257,6 +269,10 @@ def extract_numbers(text: str, *, context: bool = False) -> list[NumberFact]:
         value = _zh_number(m.group(0))
         if value is not None:
             out.append(_written(text, m, value))
+    for m in _ZH_PERCENT_RE.finditer(text):
+        value = _zh_number(m.group(1))
+        if value is not None:
+            out.append(NumberFact(m.group(0), ((value, 0),), 1.0, "percent", 1.0))
     for m in _ZH_SINGLE_NUM_RE.finditer(text):
         out.append(_written(text, m, float(_ZH_DIGITS.get(m.group(0), 10))))
     compounds = list(_COMPOUND_NUMBER_RE.finditer(text))
