@@ -16,10 +16,10 @@ SUITE = Path(__file__).parent / "fixtures" / "contradiction_suite"
 #: with ``BQAS_VERIFIER=on`` (the cascade: the verifier reads one claim where stage 1 is unsure). The goal is
 #: 90 %; neither reaches it in every language. Regression counts: they move when the offline rules that feed
 #: stage 1 change (number words with their units, spans between years and ranges of the facts, holidays
-#: raised them from 75/83/84 and 87/85/90).
+#: times of day, raised them from 75/83/84 and 87/85/90).
 SHIPPED_RIGHT = {
-    "off": {"de": 76, "en": 85, "zh": 86},
-    "on": {"de": 87, "en": 86, "zh": 91},
+    "off": {"de": 76, "en": 87, "zh": 86},
+    "on": {"de": 87, "en": 87, "zh": 91},
 }
 
 

@@ -110,3 +110,20 @@ def test_a_german_compound_with_the_facts_head_and_another_modifier_is_a_swapped
         "entity 'Ostsee' not in the facts, which say 'Nordsee'"
     ]
     assert _shown("Der 1.230 Kilometer lange Rhein mündet in den Niederlanden in die Nordsee.", fact, "de") == []
+
+
+def test_swapped_names_in_german_and_chinese_and_english_times_of_day() -> None:
+    kafka = "Die Erzählung „Die Verwandlung“ von Franz Kafka erschien 1915 im Kurt Wolff Verlag."
+    assert _shown(
+        "Die Erzählung „Die Verwandlung“ von Thomas Mann erschien 1915 im Kurt Wolff Verlag.", kafka, "de"
+    ) == ["entity 'Thomas Mann' not in the facts, which say 'Franz Kafka'"]
+    luxun = "鲁迅原名周树人，1881年出生于浙江绍兴。"
+    assert _shown("鲁迅原名周树人，1881年出生于江苏南京。", luxun, "zh")[:1] == [
+        "entity '江苏' not in the facts, which say '浙江'"
+    ]
+    assert _shown("鲁迅原名周树人，1881年出生于浙江绍兴。", luxun, "zh") == []
+    library = "The school library is open from 8 am to 6 pm on weekdays."
+    assert _findings("On weekdays it is open between 8 in the morning and 8 in the evening.", library, "en") == [
+        "number '8 in the evening' not in the facts"
+    ]
+    assert _findings("On weekdays it is open between 8 in the morning and 6 in the evening.", library, "en") == []

@@ -10,6 +10,7 @@ from typing import Any
 from bqas.offline._textutil import (
     CJK_RE,
     STOPWORDS,
+    cjk_bigrams,
     content_stems,
     detect_language,
     fold,
@@ -20,7 +21,13 @@ from bqas.offline._textutil import (
 from bqas.offline.embeddings import cosine_matrix
 from bqas.offline.grounding.context import _build_context, _Context, _context_for, _normalise_spacing, candidate_units
 from bqas.offline.grounding.dates import date_supported, extract_dates, holiday_words, month_names, weekdays_written
-from bqas.offline.grounding.names import extract_entities, extract_quotes, text_supported
+from bqas.offline.grounding.names import (
+    _capitalised_phrases,
+    _norm_words,
+    extract_entities,
+    extract_quotes,
+    text_supported,
+)
 from bqas.offline.grounding.numbers import NumberFact, extract_numbers, number_supported
 from bqas.offline.methods import OfflineContext
 
@@ -112,6 +119,8 @@ _NOUN_RE = re.compile(r"(?<![\w-])[A-ZÄÖÜ][a-zäöüß]{2,}(?![\w-])")
 _SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;„“\"(])\s*$")
 #: A claim worded like a sentence of the facts shares at least this share of its content stems with it.
 _SAME_STATEMENT = 0.6
+#: The same for Chinese, in character bigrams (a paraphrase keeps fewer of them than of words).
+_SAME_STATEMENT_ZH = 0.5
 
 
 def _nouns(text: str) -> list[str]:
@@ -147,6 +156,65 @@ def _swapped_nouns(claim: str, sentence: str, context: _Context) -> list[dict[st
             if head and modifier and not _related(modifier, context.word_set):
                 out.append({"kind": "entity", "text": noun, "supported": False, "instead": other})
                 break
+    return out
+
+
+def _swapped_de_names(claim: str, sentence: str, context: _Context) -> list[dict[str, Any]]:
+    """German names of two or more capitalised words ("Thomas Manns", "S. Fischer") that the facts lack,
+    where the facts' sentence most like the claim names another such name and shares a name, number or date
+    with the claim: one name given for another."""
+    phrases = [p for p in _capitalised_phrases(claim, skip_initial=True) if " " in p]
+    # Its last word (a surname, an organisation's head) is what the facts lack: "Gipfel Deutschlands" is a
+    # noun before a name the facts have.
+    novel = [p for p in phrases if not text_supported(p.split()[-1], context.norm, context.word_set)]
+    if not novel:
+        return []
+    claim_norm = _norm_words(claim)
+    claim_words = set(claim_norm.split())
+    sentence_phrases = [p for p in _capitalised_phrases(sentence, skip_initial=True) if " " in p]
+    others = [p for p in sentence_phrases if not text_supported(p, claim_norm, claim_words)]
+    if not others or (len(others) == len(sentence_phrases) and not _shares_a_specific(claim, sentence)):
+        return []
+    return [{"kind": "entity", "text": p, "supported": False, "instead": others[0]} for p in novel]
+
+
+def _shares_a_specific(claim: str, sentence: str) -> bool:
+    claim_dates, claim_rest = extract_dates(claim)
+    sentence_dates, sentence_rest = extract_dates(sentence)
+    numbers = extract_numbers(sentence_rest, context=True)
+    return any(date_supported(d, sentence_dates) for d in claim_dates) or any(
+        number_supported(n, numbers) for n in extract_numbers(claim_rest)
+    )
+
+
+def _swapped_zh_names(claim: str, sentence: str, context: _Context) -> list[dict[str, Any]]:
+    """The Chinese names (persons, places, organisations; Baidu LAC) of a claim that the facts lack where the
+    facts' sentence most like the claim, worded the same otherwise, has another name of the same kind:
+    "生于江苏南京" against "出生于浙江绍兴"."""
+    from bqas.offline.zh_ner import enabled, zh_entities
+
+    grams = cjk_bigrams(claim)
+    if not enabled() or len(grams) < 4:
+        return []
+    names = zh_entities(claim)
+    # A name made of the sentence's characters is a short form of its names ("中尼" for 中国 and 尼泊尔).
+    novel = [e for e in names if e.text not in context.norm and not set(e.text) <= set(sentence)]
+    if not novel:
+        return []
+    sentence_names = zh_entities(sentence)
+    others = [e for e in sentence_names if e.text not in claim]
+    sentence_grams = set(cjk_bigrams(sentence))
+    # About the same thing: worded alike, or naming another of the sentence's names.
+    shared = sum(g in sentence_grams for g in grams) >= _SAME_STATEMENT_ZH * len(grams) or any(
+        e.text in claim for e in sentence_names
+    )
+    if not shared:
+        return []
+    out: list[dict[str, Any]] = []
+    for name in novel:
+        instead = next((e.text for e in others if e.kind == name.kind), None)
+        if instead is not None:
+            out.append({"kind": "entity", "text": name.text, "supported": False, "instead": instead})
     return out
 
 
@@ -272,7 +340,9 @@ def analyse_grounding(answer: str, facts: list[str], ctx: OfflineContext, query:
             c.similarity = float(sims[i, j])
             c.best_context = units[j]
             if language == "de":
-                c.swapped = _swapped_nouns(c.text, units[j], context)
+                c.swapped = _swapped_nouns(c.text, units[j], context) + _swapped_de_names(c.text, units[j], context)
+            elif language == "zh":
+                c.swapped = _swapped_zh_names(c.text, units[j], context)
     for c in checkable:
         missing = [f for f in c.facts if not f["supported"]]
         c.invented_fact = bool(missing)

@@ -129,6 +129,12 @@ _ZH_NUM_RE = re.compile(
     r"[零〇一二两三四五六七八九十百千万亿]{2,}"
     r"(?=[位个名人年岁元角块毛米吨克次回遍本册根张台辆座条种件天月日号点秒%％公千周节页所门届倍]|小时|分钟)"
 )
+#: A time of day in English ("6 pm", "8 in the evening"): the hour on a 24-hour clock, so that "8 in the
+#: evening" is not supported by "8 am".
+_CLOCK_RE = re.compile(
+    r"(?<![\d.,:])(\d{1,2})(?::(\d{2}))?\s*(?:(?P<am>a\.?m\.?|in the morning)|(?P<pm>p\.?m\.?|in the afternoon|in the evening|at night))(?![A-Za-z])",
+    re.IGNORECASE,
+)
 #: "百分之二十" is 20 %.
 _ZH_PERCENT_RE = re.compile(r"百分之([零〇一二两三四五六七八九十百]+)")
 
@@ -269,6 +275,11 @@ def extract_numbers(text: str, *, context: bool = False) -> list[NumberFact]:
         value = _zh_number(m.group(0))
         if value is not None:
             out.append(_written(text, m, value))
+    for m in _CLOCK_RE.finditer(text):
+        hour = int(m.group(1)) % 12 + (12 if m.group("pm") else 0)
+        minutes = int(m.group(2) or 0)
+        if hour < 24 and minutes < 60:
+            out.append(NumberFact(m.group(0), ((hour + minutes / 60, 2),), 1.0, "clock", 1.0))
     for m in _ZH_PERCENT_RE.finditer(text):
         value = _zh_number(m.group(1))
         if value is not None:
