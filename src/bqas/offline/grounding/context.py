@@ -13,6 +13,7 @@ from bqas.offline._textutil import cjk_bigrams, content_stems, split_sentences
 from bqas.offline.grounding.dates import DateFact, extract_dates, holiday_words, month_names, weekdays_of
 from bqas.offline.grounding.names import _norm_words
 from bqas.offline.grounding.numbers import NumberFact, extract_numbers
+from bqas.offline.grounding.slots import slot_values
 
 _MAX_CONTEXT_UNITS = 400
 #: Contexts with at most this many units (sentences) are embedded whole. Above it, only the units that
@@ -43,6 +44,8 @@ class _Context:
     ranges: tuple[tuple[float, float], ...] = ()
     #: Holidays the facts name ("Herbstferien", "暑假"), folded.
     holidays: frozenset[str] = frozenset()
+    #: Colours, seasons, ordinals and school subjects the facts name, as (class, value).
+    slots: frozenset[tuple[str, str]] = frozenset()
     _unit_stems: list[frozenset[str]] | None = None
 
     def unit_stems(self) -> list[frozenset[str]]:
@@ -160,6 +163,7 @@ def _build_context(facts: list[str]) -> _Context:
         weekdays=frozenset(weekdays_of(joined, ranges=True)),
         ranges=tuple(ranges),
         holidays=frozenset(key for _, key in holiday_words(joined)),
+        slots=slot_values(joined),
         months=frozenset(months),
         units=list(dict.fromkeys(units))[:_MAX_CONTEXT_UNITS],
         norm=norm,
