@@ -84,7 +84,7 @@ def _name_instead(claim: str, sentence: str, language: str) -> str | None:
     others = [n for n in names if not text_supported(n, claim_norm, claim_words)]
     if not others:
         return None
-    shared = len(others) < len(names) or _mostly_worded_like(claim, sentence)
+    shared = any(text_supported(n, claim_norm, claim_words) for n in names) or _mostly_worded_like(claim, sentence)
     if not shared:
         claim_dates, claim_rest = extract_dates(claim)
         sentence_dates, sentence_rest = extract_dates(sentence)
