@@ -88,17 +88,20 @@ _RANGE_RE = re.compile(
 )
 
 
-def _years_apart(dates: list[DateFact], numbers: list[NumberFact]) -> list[NumberFact]:
-    """The spans between the years one fact names: "1912 ... 1915" supports "drei Jahre später", "1998 ...
-    2003" supports "five years later"."""
+def _years(dates: list[DateFact], numbers: list[NumberFact]) -> set[int]:
     years = {d.year for d in dates if d.year is not None}
-    years |= {
+    return years | {
         int(v)
         for n in numbers
         if n.dim is None and n.mult == 1.0
         for v, d in n.readings[:1]
         if d == 0 and 1000 <= v <= 2100
     }
+
+
+def _years_apart(years: set[int]) -> list[NumberFact]:
+    """The spans between the years the facts name (a list input splits one text into several facts at
+    semicolons and lines): "1912 ... 1915" supports "drei Jahre später", "1998 ... 2003" "five years later"."""
     ordered = sorted(years)[:_MAX_YEARS]
     return [NumberFact(f"{b}-{a}", ((float(b - a), 0),)) for a, b in itertools.combinations(ordered, 2)]
 
@@ -142,6 +145,7 @@ def _build_context(facts: list[str]) -> _Context:
     numbers: list[NumberFact] = []
     dates: list[DateFact] = []
     ranges: list[tuple[float, float]] = []
+    years: set[int] = set()
     for fact in facts:
         fact = _normalise_spacing(fact)
         sents = split_sentences(fact)
@@ -154,8 +158,9 @@ def _build_context(facts: list[str]) -> _Context:
         numbers.extend(found)
         # "1961" in a claim is supported by "13. August 1961" in the facts.
         numbers.extend(NumberFact(str(d.year), ((float(d.year), 0),)) for d in ds if d.year is not None)
-        numbers.extend(_years_apart(ds, found))
+        years.update(_years(ds, found))
         ranges.extend(_ranges(masked))
+    numbers.extend(_years_apart(years))
     joined = "\n".join(facts)
     norm = _norm_words(joined)
     months = {d.month for d in dates if d.month is not None} | {m for _, m in month_names(joined)}
