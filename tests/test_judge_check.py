@@ -225,4 +225,19 @@ def test_the_examples_of_the_docs_run_as_shown(bqas_home: Path) -> None:
         assert argv[0] == "bqas", command
         result = CliRunner().invoke(app, argv[1:])
         assert result.exit_code == 0, (command, result.output)
-        assert ": fit - " in result.stdout, command
+        if "--list" in argv:
+            assert "rag_operator: de\n" in result.stdout and "voice: de, en, zh\n" in result.stdout, command
+        else:
+            assert ": fit - " in result.stdout, command
+
+
+def test_the_list_names_every_judge_with_a_set_and_its_languages(bqas_home: Path) -> None:
+    result = CliRunner().invoke(app, ["judge-check", "--list"])
+    assert result.exit_code == 0, result.output
+    listed = {
+        (judge, lang.strip())
+        for line in result.stdout.splitlines()
+        for judge, langs in [line.split(": ", 1)]
+        for lang in langs.split(",")
+    }
+    assert listed == SETS
