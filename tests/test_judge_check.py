@@ -173,6 +173,28 @@ def test_the_check_is_cached_per_model_judge_and_prompt(bqas_home: Path) -> None
     assert "(cached)" not in first.stdout and "(cached)" in again.stdout and "(cached)" not in fresh.stdout
 
 
+def test_the_pii_gate_decides_clear_pii_pairs_and_a_check_without_it_is_a_measurement_of_its_own(
+    bqas_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deterministic PII gate runs beside every backend and its rule hits stand: on rag_privacy's clear
+    pairs it, not the LLM, fails the bad answers. An LLM that finds nothing anywhere passes the check with the
+    gate and is unfit without it (BQAS_SAFETY_GATE=false): a check result of its own, not the gated one's."""
+    from bqas.settings import get_settings
+
+    with ScriptedLLM(default=_reply(GOOD["rag_privacy"])) as server:
+        gated = _check(server, "--judge", "rag_privacy", "--json")
+        monkeypatch.setenv("BQAS_SAFETY_GATE", "false")
+        get_settings.cache_clear()
+        alone = _check(server, "--judge", "rag_privacy", "--json")
+        text = _check(server, "--judge", "rag_privacy")
+    (with_gate,) = [json.loads(line) for line in gated.stdout.splitlines() if line.startswith("{")]
+    (without,) = [json.loads(line) for line in alone.stdout.splitlines() if line.startswith("{")]
+    assert gated.exit_code == 0 and with_gate["fit"] and with_gate["safety_gate"] is True, with_gate
+    assert alone.exit_code == 1 and not without["fit"] and without["safety_gate"] is False, without
+    assert without["pairs_right"] == 0.0 and not without["cached"], without
+    assert "(de, scripted, PII gate off): UNFIT" in text.stdout and "(cached)" in text.stdout
+
+
 @pytest.mark.parametrize("language", ["de", "en", "zh"])
 def test_the_offline_judges_pass_their_known_answer_sets(bqas_home: Path, language: str) -> None:
     result = CliRunner().invoke(app, ["judge-check", "--backend", "offline", "--json", "--no-cache", "-l", language])

@@ -113,6 +113,7 @@ def judge_check_cmd(
                     limit=limit,
                     cache_dir=cache_dir,
                     progress=progress,
+                    safety_gate=engine.options.safety_gate,
                 )
                 for spec in specs
             ]

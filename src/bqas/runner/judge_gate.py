@@ -46,6 +46,7 @@ async def _check_all(engine: JudgeEngine, judges: list[str], language: str, sett
                 model=model,
                 backend=backend,
                 cache_dir=settings.cache_dir / "judge-check",
+                safety_gate=engine.options.safety_gate,
             )
             for judge in judges
         ]
