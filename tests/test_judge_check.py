@@ -214,7 +214,9 @@ def test_the_small_real_model_is_unfit_for_every_judge(
     local_llm: LocalEngine, bqas_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SmolLM2-135M on the real engine: the first 2 pairs of each set (temperature 0, so the same replies
-    every run) are enough to show that it cannot tell a right answer from a wrong one."""
+    every run) are enough to show that it cannot tell a right answer from a wrong one. rag_privacy is checked
+    without the deterministic PII gate: with it, the gate's rule hits decide that set's clear pairs, and the
+    model passes them (6 of 6 pairs, docs/judge-check.md) without telling anything apart itself."""
     for name, value in (
         ("BQAS_LLM_GGUF_CTX", TEST_CTX),
         ("BQAS_LLM_GGUF_THREADS", TEST_THREADS),
@@ -224,15 +226,20 @@ def test_the_small_real_model_is_unfit_for_every_judge(
         monkeypatch.setenv(name, str(value))
     from bqas.settings import get_settings
 
-    get_settings.cache_clear()
+    gated = sorted({j for j, lang in available_sets() if lang == "de"} - {"rag_privacy"})
     args = ["judge-check", "--backend", "llm", "--llm-gguf", str(local_llm.model.path), "--limit", "2", "--json"]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 1, result.output
-    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    rows = []
+    for judges, gate in ((gated, "true"), (["rag_privacy"], "false")):
+        monkeypatch.setenv("BQAS_SAFETY_GATE", gate)
+        get_settings.cache_clear()
+        result = CliRunner().invoke(app, [*args, *(f"--judge={judge}" for judge in judges)])
+        assert result.exit_code == 1, result.output
+        rows += [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert {r["judge"] for r in rows} == {j for j, lang in available_sets() if lang == "de"}
     for row in rows:
         assert not row["fit"] and row["reasons"], row
         assert row["model"] and "SmolLM2" in row["model"] and row["llm_calls"] >= 4, row
+        assert row["safety_gate"] is (row["judge"] != "rag_privacy"), row
 
 
 def test_the_examples_of_the_docs_run_as_shown(bqas_home: Path) -> None:
