@@ -72,6 +72,7 @@ COMMAND = re.compile(r"^(\$ )?(bqas|curl|python3?|pip|docker|nice|\.venv/|script
 #: Unmarked shell blocks that another test executes: (page, the block's first line) -> that test file.
 RUN_ELSEWHERE: dict[tuple[str, str], str] = {
     ("docs/judge-check.md", "bqas judge-check --judge voice --backend offline"): "tests/test_judge_check.py",
+    ("docs/judge-check.md", "bqas judge-check --list"): "tests/test_judge_check.py",
     ("docs/redteam.md", "bqas redteam --list"): "tests/test_redteam_docs.py",
     ("docs/redteam.md", "bqas demo-assistant --tenants --port 8791 &"): "tests/test_redteam_docs.py",
     ("docs/redteam.md", "bqas demo-assistant --tenants --leaky --port 8791 &"): "tests/test_redteam_docs.py",

@@ -27,6 +27,15 @@ GOOD = {
         "source_attribution": 5,
         "hallucinated_claims": [],
     },
+    "rag_privacy": {"privacy_compliance": "pass", "anonymization": 5, "dsgvo_compliance": "pass", "detected_pii": []},
+    "rag_namespace": {
+        "namespace_compliance": "pass",
+        "cross_tenant_leak": "pass",
+        "school_sharing_compliance": 5,
+        "detected_leaks": [],
+    },
+    "rag_retrieval": {"retrieval_precision": 100, "faithfulness": 5, "relevance": 5, "citation_accuracy": 5},
+    "rag_operator": {"operator_alignment": 95, "faithfulness": 5, "completeness": 5, "detected_afb": "II"},
 }
 BAD = {
     "voice": {"intent_accuracy": 0, "faithfulness": 1, "relevance": 2, "coherence": 3, "safety": "pass"},
@@ -36,11 +45,64 @@ BAD = {
         "source_attribution": 1,
         "hallucinated_claims": ["invented"],
     },
+    "rag_privacy": {
+        "privacy_compliance": "fail",
+        "anonymization": 1,
+        "dsgvo_compliance": "fail",
+        "detected_pii": ["name"],
+    },
+    "rag_namespace": {
+        "namespace_compliance": "fail",
+        "cross_tenant_leak": "fail",
+        "school_sharing_compliance": 1,
+        "detected_leaks": ["teacher"],
+    },
+    "rag_retrieval": {"retrieval_precision": 0, "faithfulness": 2, "relevance": 1, "citation_accuracy": 1},
+    "rag_operator": {"operator_alignment": 10, "faithfulness": 1, "completeness": 1, "detected_afb": "I"},
+}
+REASONING = {"de": "Geprüft.", "en": "Checked.", "zh": "已检查。"}
+#: Every known-answer set BQAS ships: (judge, language).
+SETS = {
+    *(
+        (judge, lang)
+        for judge in ("voice", "rag_hallucination", "rag_privacy", "rag_namespace", "rag_retrieval")
+        for lang in ("de", "en", "zh")
+    ),
+    ("rag_operator", "de"),
 }
 
 
-def _reply(values: dict[str, Any]) -> Reply:
-    return Reply(content=json.dumps({**values, "reasoning": "Geprüft."}))
+def _reply(values: dict[str, Any], language: str = "de") -> Reply:
+    return Reply(content=json.dumps({**values, "reasoning": REASONING[language]}, ensure_ascii=False))
+
+
+def _correct_judge(language: str) -> Any:
+    """A scripted LLM judge that knows every pair of the language's sets: the good answer graded as good, the
+    bad one as bad (the judge's evaluated field, as the prompt quotes it, names the answer). A bad answer is
+    looked for first: a good one may stand word for word in the facts that both prompts of its pair quote."""
+    from bqas.judging.spec import default_registry
+
+    registry = default_registry()
+    bad: dict[str, Reply] = {}
+    good: dict[str, Reply] = {}
+    for judge, set_language in available_sets():
+        path = set_path(judge, set_language)
+        if set_language != language or path is None:
+            continue
+        (field,) = registry.get(judge).evaluated
+        for pair in load_pairs(path):
+            bad[json.dumps(pair.bad[field], ensure_ascii=False)[1:-1]] = _reply(BAD[judge], language)
+            good[json.dumps(pair.good[field], ensure_ascii=False)[1:-1]] = _reply(GOOD[judge], language)
+
+    def respond(payload: dict[str, Any]) -> Reply | None:
+        text = json.dumps(payload.get("messages", []), ensure_ascii=False)
+        for replies in (bad, good):
+            found = [needle for needle in replies if needle in text]
+            if found:
+                return replies[max(found, key=len)]
+        return None
+
+    return respond
 
 
 def _check(server: ScriptedLLM, *args: str) -> Any:
@@ -54,32 +116,31 @@ def test_every_set_has_about_twenty_clear_pairs_with_the_judges_inputs() -> None
     from bqas.judgment.spec import default_registry
 
     sets = available_sets()
-    assert {("voice", "de"), ("voice", "zh"), ("rag_hallucination", "de"), ("rag_hallucination", "zh")} <= set(sets)
+    assert set(sets) == SETS
     for judge, language in sets:
         path = set_path(judge, language)
         assert path is not None
         pairs = load_pairs(path)
         inputs = set(default_registry().get(judge).inputs)
         assert len(pairs) >= 20, path
+        assert len({p.id for p in pairs}) == len(pairs), path
         for pair in pairs:
             assert set(pair.good) == inputs and set(pair.bad) == inputs, pair.id
             assert pair.good != pair.bad, pair.id
 
 
-def test_a_judge_that_answers_correctly_is_fit(bqas_home: Path) -> None:
-    with ScriptedLLM(default=_reply(GOOD["voice"])) as server:
-        for judge in ("voice", "rag_hallucination"):
-            path = set_path(judge, "de")
-            assert path is not None
-            for pair in load_pairs(path):
-                server.on(json.dumps(pair.bad["response"], ensure_ascii=False)[1:-1], _reply(BAD[judge]))
-        server.on("available_facts", _reply(GOOD["rag_hallucination"]))  # after the bad rules: those win
-        result = _check(server, "--json")
+@pytest.mark.parametrize("language", ["de", "en", "zh"])
+def test_a_judge_that_answers_correctly_is_fit(bqas_home: Path, language: str) -> None:
+    with ScriptedLLM(responder=_correct_judge(language), default=Reply(content="no JSON here")) as server:
+        result = _check(server, "--json", "-l", language)
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    assert {r["judge"] for r in rows} == {"voice", "rag_hallucination"}
+    assert {r["judge"] for r in rows} == {judge for judge, lang in SETS if lang == language}
     for row in rows:
-        assert row["fit"] and row["pairs_right"] == 1.0 and row["parse_failures"] == 0.0, row
+        assert row["fit"] and row["pairs_right"] == 1.0 and row["parse_failures"] == 0.0, (
+            row["judge"],
+            row["wrong_pairs"],
+        )
         assert row["verdict_agreement"] >= 0.7 and row["llm_calls"] == 2 * row["pairs"], row
 
 
@@ -112,25 +173,50 @@ def test_the_check_is_cached_per_model_judge_and_prompt(bqas_home: Path) -> None
     assert "(cached)" not in first.stdout and "(cached)" in again.stdout and "(cached)" not in fresh.stdout
 
 
-def test_the_offline_judges_pass_their_known_answer_sets(bqas_home: Path) -> None:
-    result = CliRunner().invoke(app, ["judge-check", "--backend", "offline", "--json", "--no-cache"])
+def test_the_pii_gate_decides_clear_pii_pairs_and_a_check_without_it_is_a_measurement_of_its_own(
+    bqas_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deterministic PII gate runs beside every backend and its rule hits stand: on rag_privacy's clear
+    pairs it, not the LLM, fails the bad answers. An LLM that finds nothing anywhere passes the check with the
+    gate and is unfit without it (BQAS_SAFETY_GATE=false): a check result of its own, not the gated one's."""
+    from bqas.settings import get_settings
+
+    with ScriptedLLM(default=_reply(GOOD["rag_privacy"])) as server:
+        gated = _check(server, "--judge", "rag_privacy", "--json")
+        monkeypatch.setenv("BQAS_SAFETY_GATE", "false")
+        get_settings.cache_clear()
+        alone = _check(server, "--judge", "rag_privacy", "--json")
+        text = _check(server, "--judge", "rag_privacy")
+    (with_gate,) = [json.loads(line) for line in gated.stdout.splitlines() if line.startswith("{")]
+    (without,) = [json.loads(line) for line in alone.stdout.splitlines() if line.startswith("{")]
+    assert gated.exit_code == 0 and with_gate["fit"] and with_gate["safety_gate"] is True, with_gate
+    assert alone.exit_code == 1 and not without["fit"] and without["safety_gate"] is False, without
+    assert without["pairs_right"] == 0.0 and not without["cached"], without
+    assert "(de, scripted, PII gate off): UNFIT" in text.stdout and "(cached)" in text.stdout
+
+
+@pytest.mark.parametrize("language", ["de", "en", "zh"])
+def test_the_offline_judges_pass_their_known_answer_sets(bqas_home: Path, language: str) -> None:
+    result = CliRunner().invoke(app, ["judge-check", "--backend", "offline", "--json", "--no-cache", "-l", language])
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    assert {r["judge"] for r in rows} == {"voice", "rag_hallucination"}
+    assert {r["judge"] for r in rows} == {judge for judge, lang in SETS if lang == language}
     assert all(r["fit"] and r["backend"] == "offline" and r["model"] is None for r in rows), rows
 
 
 def test_an_unknown_language_set_is_a_usage_error(bqas_home: Path) -> None:
-    result = CliRunner().invoke(app, ["judge-check", "--backend", "offline", "--judge", "voice", "-l", "en"])
-    assert result.exit_code == 2 and "no known-answer set for judge voice in en" in result.output
+    result = CliRunner().invoke(app, ["judge-check", "--backend", "offline", "--judge", "rag_operator", "-l", "en"])
+    assert result.exit_code == 2 and "no known-answer set for judge rag_operator in en" in result.output
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1500)
 def test_the_small_real_model_is_unfit_for_every_judge(
     local_llm: LocalEngine, bqas_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SmolLM2-135M on the real engine: the first 3 pairs of each set (temperature 0, so the same replies
-    every run) are enough to show that it cannot tell a right answer from a wrong one."""
+    """SmolLM2-135M on the real engine: the first 2 pairs of each set (temperature 0, so the same replies
+    every run) are enough to show that it cannot tell a right answer from a wrong one. rag_privacy is checked
+    without the deterministic PII gate: with it, the gate's rule hits decide that set's clear pairs, and the
+    model passes them (6 of 6 pairs, docs/judge-check.md) without telling anything apart itself."""
     for name, value in (
         ("BQAS_LLM_GGUF_CTX", TEST_CTX),
         ("BQAS_LLM_GGUF_THREADS", TEST_THREADS),
@@ -140,15 +226,20 @@ def test_the_small_real_model_is_unfit_for_every_judge(
         monkeypatch.setenv(name, str(value))
     from bqas.settings import get_settings
 
-    get_settings.cache_clear()
-    args = ["judge-check", "--backend", "llm", "--llm-gguf", str(local_llm.model.path), "--limit", "3", "--json"]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 1, result.output
-    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    gated = sorted({j for j, lang in available_sets() if lang == "de"} - {"rag_privacy"})
+    args = ["judge-check", "--backend", "llm", "--llm-gguf", str(local_llm.model.path), "--limit", "2", "--json"]
+    rows = []
+    for judges, gate in ((gated, "true"), (["rag_privacy"], "false")):
+        monkeypatch.setenv("BQAS_SAFETY_GATE", gate)
+        get_settings.cache_clear()
+        result = CliRunner().invoke(app, [*args, *(f"--judge={judge}" for judge in judges)])
+        assert result.exit_code == 1, result.output
+        rows += [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert {r["judge"] for r in rows} == {j for j, lang in available_sets() if lang == "de"}
     for row in rows:
         assert not row["fit"] and row["reasons"], row
-        assert row["model"] and "SmolLM2" in row["model"] and row["llm_calls"] >= 6, row
+        assert row["model"] and "SmolLM2" in row["model"] and row["llm_calls"] >= 4, row
+        assert row["safety_gate"] is (row["judge"] != "rag_privacy"), row
 
 
 def test_the_examples_of_the_docs_run_as_shown(bqas_home: Path) -> None:
@@ -163,4 +254,19 @@ def test_the_examples_of_the_docs_run_as_shown(bqas_home: Path) -> None:
         assert argv[0] == "bqas", command
         result = CliRunner().invoke(app, argv[1:])
         assert result.exit_code == 0, (command, result.output)
-        assert ": fit - " in result.stdout, command
+        if "--list" in argv:
+            assert "rag_operator: de\n" in result.stdout and "voice: de, en, zh\n" in result.stdout, command
+        else:
+            assert ": fit - " in result.stdout, command
+
+
+def test_the_list_names_every_judge_with_a_set_and_its_languages(bqas_home: Path) -> None:
+    result = CliRunner().invoke(app, ["judge-check", "--list"])
+    assert result.exit_code == 0, result.output
+    listed = {
+        (judge, lang.strip())
+        for line in result.stdout.splitlines()
+        for judge, langs in [line.split(": ", 1)]
+        for lang in langs.split(",")
+    }
+    assert listed == SETS

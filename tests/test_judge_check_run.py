@@ -98,3 +98,56 @@ def test_a_fit_llm_judge_runs_and_the_run_records_its_check(checked: Path, tmp_p
         config = json.loads(conn.execute("SELECT config FROM runs").fetchone()[0])
     (check,) = config["judge_check"]
     assert check["fit"] and check["model"] == "broken" and not check["accepted_unfit"]
+
+
+def _fit_judge(server: ScriptedLLM) -> ScriptedLLM:
+    """``server`` answering the voice set like a judge that can tell the pairs apart."""
+    from bqas.judging.check import load_pairs, set_path
+
+    path = set_path("voice", "de")
+    assert path is not None
+    for pair in load_pairs(path):
+        bad = json.dumps(pair.bad["response"], ensure_ascii=False)[1:-1]
+        server.on(bad, Reply(content=json.dumps({**CONSTANT, "reasoning": "Falsch."})))
+    return server
+
+
+def _stored_check(home: Path) -> list[dict[str, object]]:
+    with sqlite3.connect(home / "bqas.sqlite") as conn:
+        config = json.loads(conn.execute("SELECT config FROM runs").fetchone()[0])
+    return list(config["judge_check"])
+
+
+def test_a_resumed_run_checks_its_judge_again(checked: Path, tmp_path: Path) -> None:
+    """--resume takes the LLM from its own command line: an unfit one there stops the resume (exit 2) and
+    changes nothing; the fit one is checked again from the cache (no LLM call) and the run records that."""
+    good = {"intent_accuracy": 100, "faithfulness": 5, "relevance": 5, "coherence": 5, "safety": "pass"}
+    scenario = _scenario(tmp_path)
+    with _fit_judge(ScriptedLLM(default=Reply(content=json.dumps({**good, "reasoning": "Passt."})))) as fit:
+        first = _run(scenario, fit, "--out", str(tmp_path / "o"))
+        assert first.exit_code == 0, first.output  # type: ignore[attr-defined]
+        with sqlite3.connect(checked / "bqas.sqlite") as conn:
+            run_id = str(conn.execute("SELECT id FROM runs").fetchone()[0])
+        (at_start,) = _stored_check(checked)
+        assert at_start["fit"] and "resumed" not in at_start
+
+        with ScriptedLLM(default=Reply(content=json.dumps({**CONSTANT, "reasoning": "test"}))) as broken:
+            args = ["run", "--resume", run_id, "--no-progress", "--base-url", broken.base_url, "--model", "other"]
+            refused = CliRunner().invoke(app, args)
+            assert refused.exit_code == 2, refused.output
+            assert "the judge is unfit" in refused.output and "judge-check voice (de, other): UNFIT" in refused.output
+            assert len(broken.requests) == 40  # the whole set, asked of the resume's model
+        assert _stored_check(checked) == [at_start]  # the refused resume changed nothing
+
+        asked = len(fit.requests)
+        args = ["run", "--resume", run_id, "--no-progress", "--base-url", fit.base_url, "--model", "broken"]
+        resumed = CliRunner().invoke(app, args)
+        assert resumed.exit_code == 0, resumed.output
+        assert len(fit.requests) == asked  # checked from the cache; every sample was already judged
+    assert "judge-check voice (de, broken): fit" in resumed.output
+    (again,) = _stored_check(checked)
+    assert again["fit"] and again["resumed"] is True and again["cached"] is True and again["model"] == "broken"
+    report = (tmp_path / "o" / "report.html").read_text(encoding="utf-8")
+    assert "(checked again on resume)" in report and "(cached result)" in report
+    junit = (tmp_path / "o" / "junit.xml").read_text(encoding="utf-8")
+    assert '<property name="judge_check.voice.resumed" value="true"/>' in junit

@@ -667,6 +667,52 @@ def test_cjk_text_gets_the_missing_font_note_and_a_fallback_list(tmp_path: Path)
     assert "install Noto Sans CJK SC" not in _report_of(tmp_path, [marked])  # a record cannot place the note
 
 
+def _check_row(judge: str, *, fit: bool, **extra: Any) -> dict[str, Any]:
+    """One judge's known-answer check as the run stores it (bqas.runner.judge_gate)."""
+    return {
+        "judge": judge,
+        "language": "de",
+        "model": "qwen-7b-q4",
+        "backend": "llm",
+        "pairs": 20,
+        "pairs_right": 0.95 if fit else 0.25,
+        "verdict_agreement": 0.9 if fit else 0.5,
+        "parse_failures": 0.0 if fit else 0.15,
+        "latency_ms_median": 812.4,
+        "fit": fit,
+        "reasons": [] if fit else ["pairs_right 25% below the floor 80%"],
+        "accepted_unfit": not fit,
+        **extra,
+    }
+
+
+def test_html_shows_the_judge_check_of_the_run(tmp_path: Path, records: list[dict[str, Any]]) -> None:
+    """The check of the LLM judge before the run, per judge: fit or unfit, its figures, an accepted unfit one."""
+    run = make_run(records)
+    run["judge_check"] = [
+        _check_row("voice", fit=True, cached=True),
+        _check_row("rag_privacy", fit=False, resumed=True),
+    ]
+    out = tmp_path / "report.html"
+    write_html_report(out, run, _stream(records))
+    html = out.read_text(encoding="utf-8")
+    assert '<a href="#judge-check">Judge check</a>' in html
+    section = html.split('<section id="judge-check">', 1)[1].split("</section>", 1)[0]
+    rows = {
+        re.sub(r"<[^>]+>", "", row.split("</td>", 1)[0]): re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", row))
+        for row in section.split("<tr><td>")[1:]
+    }
+    assert set(rows) == {"voice", "rag_privacy"}
+    assert "qwen-7b-q4 fit 95.0 % of 20 90.0 % 0.0 % 812 ms (cached result)" in rows["voice"]
+    assert "unfit 25.0 % of 20 50.0 % 15.0 % 812 ms" in rows["rag_privacy"]
+    assert "pairs_right 25% below the floor 80%; run anyway (--accept-unfit-judge)" in rows["rag_privacy"]
+    assert "(checked again on resume)" in rows["rag_privacy"] and "(checked again on resume)" not in rows["voice"]
+
+
+def test_html_has_no_judge_check_section_without_a_check(html: str) -> None:
+    assert 'id="judge-check"' not in html and "#judge-check" not in html
+
+
 # --------------------------------------------------------------------------------------------------
 # The compiled template in the user cache (compiling it took about 0.2 s of every run)
 

@@ -1,9 +1,11 @@
 """What `bqas judge-check` costs per judge against a scripted LLM that answers after 50 ms.
 
     .venv/bin/python benchmarks/judging/bench_judge_check.py [--latency 0.05] [--repeats 3] [--judge voice ...]
+        [--language de]
 
 Runs the check as users run it (the CLI's code path: ``run_check`` with the engine of ``--backend llm``,
-the LLM cache off, no check cache), ``--repeats`` times per judge, and prints per judge the LLM calls,
+the LLM cache off, no check cache), ``--repeats`` times per judge (default: every judge with a known-answer
+set in ``--language``), and prints per judge the LLM calls,
 prompt and completion tokens (the scripted server counts a reply's tokens as the OpenAI usage it
 sends) and the wall time, min and median. The scripted server answers every request the same: the
 figures are the check's cost, not a judge's quality.
@@ -22,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bqas.judging.check import run_check
+from bqas.judging.check import available_sets, run_check
 from bqas.judging.factory import LLMOverrides, build_engine
 from bqas.settings import Settings
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
@@ -35,7 +37,17 @@ REPLIES = {
         "source_attribution": 5,
         "hallucinated_claims": [],
     },
+    "rag_privacy": {"privacy_compliance": "pass", "anonymization": 5, "dsgvo_compliance": "pass", "detected_pii": []},
+    "rag_namespace": {
+        "namespace_compliance": "pass",
+        "cross_tenant_leak": "pass",
+        "school_sharing_compliance": 5,
+        "detected_leaks": [],
+    },
+    "rag_retrieval": {"retrieval_precision": 100, "faithfulness": 5, "relevance": 5, "citation_accuracy": 5},
+    "rag_operator": {"operator_alignment": 95, "faithfulness": 5, "completeness": 5, "detected_afb": "II"},
 }
+REASONING = {"de": "Geprüft.", "en": "Checked.", "zh": "已检查。"}
 
 
 async def once(base_url: str, judge: str, language: str, home: Path) -> tuple[float, Any]:
@@ -60,17 +72,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--latency", type=float, default=0.05, help="seconds the scripted LLM takes per reply")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--judge", nargs="*", default=["voice", "rag_hallucination"])
+    ap.add_argument("--judge", nargs="*", help="judges to check (default: every judge with a set in --language)")
     ap.add_argument("--language", default="de")
     args = ap.parse_args(argv)
+    judges = args.judge or [judge for judge, language in available_sets() if language == args.language]
     import tempfile
 
     print(f"scripted LLM latency {args.latency * 1000:.0f} ms; {args.repeats} repeats; language {args.language}")
     print(
         f"{'judge':18} {'pairs':>5} {'calls':>5} {'prompt tok':>10} {'compl tok':>9} {'wall min s':>10} {'median s':>8}"
     )
-    for judge in args.judge:
-        content = json.dumps({**REPLIES[judge], "reasoning": "Geprüft."})
+    for judge in judges:
+        content = json.dumps({**REPLIES[judge], "reasoning": REASONING[args.language]}, ensure_ascii=False)
         walls: list[float] = []
         result: Any = None
         with ScriptedLLM(default=Reply(content=content), latency=args.latency) as server:

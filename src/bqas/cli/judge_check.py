@@ -35,6 +35,9 @@ def judge_check_cmd(
         typer.Option("--limit", help="Check only the first N pairs of each set (a quicker, rougher check)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per judge instead of lines.")] = False,
+    list_sets: Annotated[
+        bool, typer.Option("--list", help="List the judges with a known-answer set and their languages, and exit.")
+    ] = False,
 ) -> None:
     """Run the judge on clear known-answer pairs and say whether it is fit to be trusted.
 
@@ -45,6 +48,10 @@ def judge_check_cmd(
     agreement, at most 10 % unparsed) the judge is UNFIT. Results are cached per model, judge, language
     and prompt-template hash (--no-cache measures again).
 
+    Sets (--list): voice, rag_hallucination, rag_privacy, rag_namespace and rag_retrieval in de, en and zh;
+    rag_operator in de (its operator table is the German Abitur's). The intent classifier and the RAGAS
+    metrics have none.
+
     Example: bqas judge-check --judge voice --backend offline
 
     Exit 0 when every checked judge is fit, 1 when one is unfit, 2 on a usage or configuration error.
@@ -53,6 +60,13 @@ def judge_check_cmd(
     from bqas.judging.factory import LLMOverrides, build_engine
     from bqas.settings import check_language, get_settings
 
+    if list_sets:
+        languages: dict[str, list[str]] = {}
+        for name, set_language in available_sets():
+            languages.setdefault(name, []).append(set_language)
+        for name, langs in sorted(languages.items()):
+            typer.echo(f"{name}: {', '.join(sorted(langs))}")
+        return
     if backend not in ("auto", "llm", "offline"):
         raise typer.BadParameter(f"expected auto, llm or offline, got {backend!r}", param_hint="--backend")
     if limit is not None and limit < 1:
@@ -99,6 +113,7 @@ def judge_check_cmd(
                     limit=limit,
                     cache_dir=cache_dir,
                     progress=progress,
+                    safety_gate=engine.options.safety_gate,
                 )
                 for spec in specs
             ]

@@ -155,7 +155,7 @@ def run_scenario(
     for check in run.config.get("judge_check") or []:
         from bqas.judging.check import CheckResult
 
-        line = CheckResult(**{k: v for k, v in check.items() if k != "accepted_unfit"}).summary()
+        line = CheckResult(**{k: v for k, v in check.items() if k not in ("accepted_unfit", "resumed")}).summary()
         typer.echo(line + (" — run anyway (--accept-unfit-judge)" if check.get("accepted_unfit") else ""))
     if outcome.retried is not None:
         errors, calls = outcome.retried

@@ -70,12 +70,16 @@ class CheckResult:
     reasons: list[str] = field(default_factory=list)
     wrong_pairs: list[str] = field(default_factory=list)
     cached: bool = False
+    #: Whether the deterministic PII gate ran beside the judge (BQAS_SAFETY_GATE): it runs on every backend,
+    #: and its rule hits stand, so on PII pairs it, not the LLM, decides the bad answers.
+    safety_gate: bool = True
 
     def summary(self) -> str:
         """One line for a console: the verdict and the figures behind it."""
         state = "fit" if self.fit else "UNFIT"
         return (
-            f"judge-check {self.judge} ({self.language}, {self.model or self.backend}): {state} - "
+            f"judge-check {self.judge} ({self.language}, {self.model or self.backend}"
+            f"{'' if self.safety_gate else ', PII gate off'}): {state} - "
             f"{self.pairs_right:.0%} of {self.pairs} clear pairs ranked right, verdicts agree "
             f"{self.verdict_agreement:.0%}, unparsed {self.parse_failures:.0%}, "
             f"median {self.latency_ms_median:.0f} ms" + (f"; {'; '.join(self.reasons)}" if self.reasons else "")
@@ -213,17 +217,23 @@ async def run_check(
     limit: int | None = None,
     cache_dir: Path | None = None,
     progress: Callable[[int, int], None] | None = None,
+    safety_gate: bool = True,
 ) -> CheckResult:
     """Grade every pair of the packaged set with ``evaluate(judge, sample, response_id, language)``.
 
     With ``cache_dir`` a result for the same :func:`check_key` is read from there instead of asked again,
-    and a new one written there."""
+    and a new one written there. ``safety_gate`` says whether ``evaluate`` runs the deterministic PII gate;
+    a check without it is a different measurement, cached under its own key."""
     path = set_path(spec.name, language)
     if path is None:
         known = ", ".join(f"{j}.{lang}" for j, lang in available_sets())
         raise ValueError(f"no known-answer set for judge {spec.name} in {language} (there are: {known})")
     pairs = load_pairs(path)[:limit] if limit else load_pairs(path)
-    key = check_key(spec, language, model, backend, path) + (f"-first{limit}" if limit else "")
+    key = (
+        check_key(spec, language, model, backend, path)
+        + ("" if safety_gate else "-nogate")
+        + (f"-first{limit}" if limit else "")
+    )
     cached = cache_dir / f"{key}.json" if cache_dir is not None else None
     if cached is not None and cached.is_file():
         try:
@@ -239,6 +249,7 @@ async def run_check(
         if progress is not None:
             progress(i, len(pairs))
     result = figures(spec.name, language, model, backend, key, graded)
+    result.safety_gate = safety_gate
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(result.to_json(), ensure_ascii=False), encoding="utf-8")

@@ -169,6 +169,8 @@ def write_html_report(
         "judges_meta": ", ".join(str(j) for j in as_list(run.get("judges"))),
         "thresholds": threshold_results,
         "thresholds_ok": all(t.get("passed") is True for t in threshold_results),
+        # The LLM judge's known-answer check before the run (bqas.runner.judge_gate), one row per judge.
+        "judge_check": [c for c in as_list(run.get("judge_check")) if isinstance(c, Mapping)],
         "totals": totals or {},
         "counted": counted,
         "mismatch": mismatch,

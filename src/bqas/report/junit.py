@@ -283,6 +283,8 @@ def _judge_check_properties(checks: Any) -> list[tuple[str, object]]:
                 out.append((f"{prefix}.{key}", check[key]))
         if check.get("accepted_unfit"):
             out.append((f"{prefix}.accepted_unfit", "true"))
+        if check.get("resumed"):
+            out.append((f"{prefix}.resumed", "true"))
     return out
 
 

@@ -5,12 +5,14 @@ A run gates releases on the judge's verdicts: an LLM that cannot tell a right an
 backend uses the LLM checks each of its judges that has a known-answer set in the run's language first
 (cached per model, judge and prompt: paid once), and refuses to start on an unfit one unless told to
 (``--accept-unfit-judge``). The figures go into the run's configuration (``judge_check``), which the
-console prints.
+console, junit.xml and the HTML report show. A resumed run is checked again (the cache makes that free for
+an unchanged model and prompt); a run started on an unfit judge with the override keeps that decision.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from bqas.judging.check import CheckResult, run_check, set_path
@@ -44,12 +46,19 @@ async def _check_all(engine: JudgeEngine, judges: list[str], language: str, sett
                 model=model,
                 backend=backend,
                 cache_dir=settings.cache_dir / "judge-check",
+                safety_gate=engine.options.safety_gate,
             )
             for judge in judges
         ]
     finally:
         if engine.llm is not None:
             await engine.llm.aclose()
+
+
+def accepted_unfit(stored: Mapping[str, Any] | None) -> bool:
+    """Whether a stored run was started on an unfit judge with the override: its resume keeps that decision."""
+    checks = (stored or {}).get("judge_check") or []
+    return any(isinstance(c, Mapping) and c.get("accepted_unfit") for c in checks)
 
 
 def check_judges(
@@ -60,9 +69,11 @@ def check_judges(
     overrides: LLMOverrides,
     *,
     accept_unfit: bool,
+    resumed: bool = False,
 ) -> list[dict[str, Any]]:
     """The check of every judge of the run that has a known-answer set, as JSON; raises :class:`UnfitJudge`
-    for an unfit one unless ``accept_unfit``. Nothing is checked when the run uses no LLM."""
+    for an unfit one unless ``accept_unfit``. Nothing is checked when the run uses no LLM. A check made when
+    a run is resumed says so (``resumed``): the resume's LLM may not be the one the run started with."""
     if not run_engine.tiers[1] or not settings.judge_check:
         return []
     checked = [j for j in dict.fromkeys(judges) if set_path(j, language) is not None]
@@ -79,4 +90,4 @@ def check_judges(
             f"on noise:\n{lines}\nFix the model or its configuration (chat template, quantisation, a larger "
             f"model; see `bqas judge-check`), or pass {OVERRIDE} to run anyway (the run then records it)"
         )
-    return [{**r.to_json(), "accepted_unfit": not r.fit} for r in results]
+    return [{**r.to_json(), "accepted_unfit": not r.fit, **({"resumed": True} if resumed else {})} for r in results]

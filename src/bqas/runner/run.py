@@ -254,19 +254,19 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
         problems = unmappable_fields(engine, work_items(scenario), target)
         if problems:
             raise ScenarioError("\n".join(problems))
-    checks: list[dict[str, Any]] = []
-    if not resuming:
-        # An LLM judge is measured on its known-answer set before the run trusts it (cached: paid once).
-        from bqas.runner.judge_gate import check_judges
+    # An LLM judge is measured on its known-answer set before the run trusts it (cached: paid once). A resumed
+    # run is checked again: its LLM comes from this command line, which may name another server or model.
+    from bqas.runner.judge_gate import accepted_unfit, check_judges
 
-        checks = check_judges(
-            engine,
-            scenario.judges,
-            request.language or scenario.language or settings.language,
-            settings,
-            llm_overrides(scenario, request),
-            accept_unfit=request.accept_unfit_judge,
-        )
+    checks = check_judges(
+        engine,
+        scenario.judges,
+        request.language or scenario.language or settings.language,
+        settings,
+        llm_overrides(scenario, request),
+        accept_unfit=request.accept_unfit_judge or accepted_unfit(stored),
+        resumed=resuming,
+    )
     total = sum(repeat_count(w, scenario) for w in work_items(scenario))
     if not (request.ray or scenario.ray is not None):  # on Ray the actors judge, not this process
         engine.start_loading(samples=total)  # a large run gets worker processes (BQAS_OFFLINE_POOL=auto)
@@ -319,10 +319,15 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
         )
     lease = RunLease.acquire(store, run_id)  # a second resume of the same run refuses here
     try:
-        if resuming:
+        if resuming and stored is not None:
             store.update_run(run_id, status="running")
-            if request.out_dir is not None and stored is not None and stored.get("out_dir") != str(out_dir.resolve()):
-                store.update_run(run_id, config={**stored, "out_dir": str(out_dir.resolve())})
+            config = dict(stored)
+            if request.out_dir is not None:
+                config["out_dir"] = str(out_dir.resolve())
+            if checks:  # the check of this resume replaces the one of the start in the report and junit.xml
+                config["judge_check"] = checks
+            if config != stored:
+                store.update_run(run_id, config=config)
         if request.on_start is not None:
             request.on_start(run_id, out_dir, resuming)
         retry = request.retry_target_errors

@@ -68,6 +68,7 @@ async def check_service_judges(
                 model=model,
                 backend=backend_used,
                 cache_dir=settings.cache_dir / "judge-check",
+                safety_gate=engine.options.safety_gate,
             )
             state.judges[f"{judge}.{language}"] = {
                 k: v
