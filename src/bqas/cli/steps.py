@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 #: ``(what, done, total)``: the step's description and how far it is.
 StepHook = Callable[[str, int, int], None]
@@ -36,22 +36,48 @@ def step_progress(show: bool | None = None) -> Iterator[StepHook | None]:
         yield hook
 
 
-#: How long a step may run before it says what it is doing.
+#: How long a step may run before it says what it is doing (env ``BQAS_SLOW_STEP_SECONDS``; 0 names every step).
 SLOW_STEP_SECONDS = 2.0
 
 
+def _slow_after() -> float:
+    import os
+
+    raw = os.environ.get("BQAS_SLOW_STEP_SECONDS", "")
+    try:
+        value = float(raw) if raw.strip() else SLOW_STEP_SECONDS
+    except ValueError:
+        return SLOW_STEP_SECONDS
+    return value if value >= 0 else SLOW_STEP_SECONDS
+
+
+def _watched(stream: object) -> bool:
+    """Whether ``stream`` is a process stream someone can watch (a terminal, a pipe, a CI log): output
+    captured in memory (an embedding program's buffer, a test runner's CliRunner) gets no step lines,
+    whose presence would depend on how fast the machine is."""
+    try:
+        stream.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+        return False
+    return True
+
+
 @contextmanager
-def slow_step(name: str, after: float = SLOW_STEP_SECONDS, *, spinner: bool | None = None) -> Iterator[None]:
-    """Say what a step is doing once it has taken ``after`` seconds: on a terminal a spinner with the step's
-    name (gone when the step ends), in a pipe or a CI log one line ``name …`` on stderr. A quick step shows
-    nothing. ``spinner`` None means: when stderr is a terminal."""
+def slow_step(name: str, after: float | None = None, *, spinner: bool | None = None) -> Iterator[None]:
+    """Say what a step is doing once it has taken ``after`` seconds (default :data:`SLOW_STEP_SECONDS`):
+    on a terminal a spinner with the step's name (gone when the step ends), in a pipe or a CI log one line
+    ``name …`` on stderr. A quick step shows nothing. ``spinner`` None means: when stderr is a terminal."""
     import threading
 
+    if not _watched(sys.stderr):
+        yield
+        return
+    wait = _slow_after() if after is None else after
     finished = threading.Event()
     use_spinner = sys.stderr.isatty() if spinner is None else spinner
 
     def watch() -> None:
-        if finished.wait(after):
+        if finished.wait(wait):
             return
         if use_spinner:
             from rich.console import Console
@@ -68,3 +94,23 @@ def slow_step(name: str, after: float = SLOW_STEP_SECONDS, *, spinner: bool | No
     finally:
         finished.set()
         watcher.join()
+
+
+def step(name: str, *, bar: bool = False) -> AbstractContextManager[None]:
+    """:func:`slow_step` for a step of a command. ``bar``: the step draws its own progress bar on a
+    terminal, so there it needs no spinner; in a pipe or a CI log (no bar is drawn) its name still comes
+    as one line once it takes a while."""
+    if bar and sys.stderr.isatty():
+        return nullcontext()
+    return slow_step(name)
+
+
+def quiet_step(name: str, *, bar: bool = False) -> AbstractContextManager[None]:
+    """A step of a command run with ``--no-progress``: nothing drawn, no line."""
+    return nullcontext()
+
+
+def steps(progress: bool) -> Callable[..., AbstractContextManager[None]]:
+    """The step helper of a command with ``--progress/--no-progress``: :func:`step`, or, with
+    ``--no-progress``, one that shows nothing."""
+    return step if progress else quiet_step
