@@ -227,3 +227,32 @@ def test_redteam_names_the_steps_around_its_attacks(tmp_path: Path) -> None:
         "preparing the attacks (plugins, strategies, languages)",
         "summarising the attacks and writing report.md and junit.xml",
     ], done.stderr
+
+
+def test_prompts_check_names_its_steps(tmp_path: Path) -> None:
+    done = _bqas(tmp_path, "prompts", "check", "--language", "zh")
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert _step_lines(done.stderr) == [
+        "loading ragas and building its metrics",
+        "checking the zh prompt files against the installed ragas prompts",
+    ], done.stderr
+    assert "cache folder:" in done.stdout
+
+
+def test_view_names_its_start_up_step(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [BQAS, "view", "--port", "0", "--no-open"],
+        env=_env(tmp_path),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # the viewer's first line: it has started
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert first.startswith("results viewer over"), first + err
+    assert _step_lines(err)[0] == "loading the results viewer and opening the store", err
