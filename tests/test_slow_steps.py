@@ -162,7 +162,10 @@ def test_synth_and_eval_intents_name_their_steps(tmp_path: Path) -> None:
     assert quiet.returncode == 0 and _step_lines(quiet.stderr) == [], quiet.stderr
     done = _bqas(tmp_path, "eval-intents", str(out), "--json")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert _step_lines(done.stderr) == ["fitting the intent classifier and classifying"], done.stderr
+    steps = _step_lines(done.stderr)
+    assert len(steps) == 3, done.stderr
+    assert steps[0].startswith("embedding ") and steps[0].endswith(" examples (once; cached)"), done.stderr
+    assert steps[1].startswith("fitting on ") and steps[2] == "classifying 6 texts", done.stderr
     assert json.loads(done.stdout)["n"] == 6
 
 

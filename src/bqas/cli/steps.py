@@ -12,12 +12,17 @@ StepHook = Callable[[str, int, int], None]
 
 @contextmanager
 def step_progress(show: bool | None = None) -> Iterator[StepHook | None]:
-    """A hook that draws one progress bar per step on stderr, or None where nobody watches.
+    """A hook that draws one progress bar per step on stderr where a person watches a terminal.
 
-    ``show`` None means: when stderr is a terminal (a CI log or a pipe gets no bars). The bars disappear
-    when the command is done, so what it prints stays the output."""
+    ``show`` None means: when stderr is a terminal; elsewhere (a pipe, a CI log) the hook draws no bar but
+    names each step that takes a while on one line (:func:`slow_step`). ``show`` False: None, nothing is
+    said. The bars disappear when the command is done, so what it prints stays the output."""
     if show is None:
         show = sys.stderr.isatty()
+        if not show:
+            with _step_lines() as named:
+                yield named
+            return
     if not show:
         yield None
         return
@@ -33,6 +38,27 @@ def step_progress(show: bool | None = None) -> Iterator[StepHook | None]:
                 tasks[what] = bars.add_task(what, total=total)
             bars.update(tasks[what], completed=done, total=total)
 
+        yield hook
+
+
+@contextmanager
+def _step_lines() -> Iterator[StepHook]:
+    """A step hook without bars: each step is a :func:`slow_step` from its first report until it is
+    complete (or the next step begins), so a log gets one line per step that takes a while, no counts."""
+    from contextlib import ExitStack
+
+    current: list[str] = []
+    open_step = ExitStack()
+
+    def hook(what: str, done: int, total: int) -> None:
+        if not current or current[0] != what:
+            open_step.close()
+            current[:] = [what]
+            open_step.enter_context(slow_step(what, spinner=False))
+        if done >= total:
+            open_step.close()
+
+    with open_step:
         yield hook
 
 
