@@ -63,7 +63,7 @@ def test_rates_are_items_over_elapsed_time() -> None:
     assert rate_and_eta(0, 30, 5.0) == ("–", "–")
 
 
-def test_a_slow_step_says_what_it_is_doing_and_a_quick_one_stays_quiet(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_slow_step_says_what_it_is_doing_and_a_quick_one_stays_quiet(capfd: pytest.CaptureFixture[str]) -> None:
     import threading
 
     from bqas.cli.steps import slow_step
@@ -72,11 +72,11 @@ def test_a_slow_step_says_what_it_is_doing_and_a_quick_one_stays_quiet(capsys: p
     with slow_step("fitting the classifier", after=0.0, spinner=False):
         # The step outlasts its threshold (0 s) until its line has appeared.
         for _ in range(600):
-            seen += capsys.readouterr().err
+            seen += capfd.readouterr().err
             if "…" in seen:
                 break
             threading.Event().wait(0.05)
     with slow_step("a quick step", after=3600.0, spinner=False):
         pass
-    seen += capsys.readouterr().err
+    seen += capfd.readouterr().err
     assert "fitting the classifier …" in seen and "a quick step" not in seen

@@ -202,6 +202,7 @@ def run_calibration(
     from bqas.calibration.report import DEFINITION, calibration_report, compare_report
     from bqas.calibration.targets import MISSED, UNDECIDED, check_agreement, check_judge, load_targets, outcome
     from bqas.cli.calibrate_fit import load_gold_any
+    from bqas.cli.steps import step
     from bqas.judgment.spec import JudgeFileError, JudgeRegistry, default_registry
     from bqas.settings import check_language, get_settings
 
@@ -223,14 +224,16 @@ def run_calibration(
         raise _fail(str(exc).strip('"')) from None
     if spec.kind != "grader" or spec.scoring is None:
         raise _fail(f"judge {judge!r} is a {spec.kind}; calibrate needs a grader with a verdict")
-    gold = load_gold_any(gold_path, spec, maps, default_language, limit)
+    with step(f"reading the gold file {gold_path.name}"):
+        gold = load_gold_any(gold_path, spec, maps, default_language, limit)
 
     request = EngineRequest(settings=settings, language=default_language, overrides=overrides, policy_file=policy)
     names = ["A", "B"] if compare else ["judge"]
     results = []
     for name, config in zip(names, configs, strict=True):
         try:
-            outcomes, refused, model, wall = run_config(config, request, judge, gold.samples, concurrency)
+            with step(f"judging {len(gold.samples)} gold samples with {judge} ({config.label})"):
+                outcomes, refused, model, wall = run_config(config, request, judge, gold.samples, concurrency)
         except (ValueError, KeyError, JudgeFileError) as exc:
             raise _fail(f"{config.label}: {str(exc).strip(chr(34))}") from None
         for line, message in refused:
@@ -241,7 +244,8 @@ def run_calibration(
     configs_out: list[dict[str, Any]] = []
     checks: list[TargetResult] = []
     for name, config, outcomes, model, wall in results:
-        report = calibration_report(spec, outcomes, wall)
+        with step(f"measuring agreement with the gold labels ({config.label}: bootstrap intervals)"):
+            report = calibration_report(spec, outcomes, wall)
         prefix = f"{name}." if compare else ""
         checks += check_judge(targets, report["overall"], prefix)
         if not compare:
@@ -259,7 +263,8 @@ def run_calibration(
         )
     comparison = None
     if compare:
-        comparison = compare_report(spec, results[0][2], results[1][2])
+        with step("comparing the two judges"):
+            comparison = compare_report(spec, results[0][2], results[1][2])
         verdict = comparison["overall"]["verdict"]
         checks += check_agreement(targets, verdict["agreement"], verdict["kappa"], "A-B.")
 
@@ -277,13 +282,15 @@ def run_calibration(
         "outcome": outcome(checks),
         "allow_not_enough_evidence": allow_undecided,
     }
-    _store(doc, results, gold, judge)
-    if out is not None:
-        from bqas.calibration.html import write_html
+    with step("storing the calibration" + (f" and writing its report to {out}" if out is not None else "")):
+        _store(doc, results, gold, judge)
+        if out is not None:
+            from bqas.calibration.html import write_html
 
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "calibration.json").write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        write_html(out / "calibration.html", doc)
+            out.mkdir(parents=True, exist_ok=True)
+            text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+            (out / "calibration.json").write_text(text, encoding="utf-8")
+            write_html(out / "calibration.html", doc)
     if as_json:
         typer.echo(json.dumps(doc, ensure_ascii=False, indent=2))
     else:

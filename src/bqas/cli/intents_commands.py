@@ -64,16 +64,12 @@ def _predict(
 ) -> list[dict[str, Any]]:
     """Predictions as dicts: intent (None when unscored), score or confidence, backend, reason."""
     if backend == "offline":
-        from contextlib import nullcontext
+        from bqas.cli.steps import step_progress
 
-        from bqas.cli.steps import slow_step, step_progress
-
+        # Bars on a terminal; in a pipe or a CI log each step that takes a while names itself on one line.
         with step_progress() as on_progress:
-            # Without bars (a pipe, a CI log) the fit still says what it is doing once it takes a while.
-            quiet = slow_step("fitting the intent classifier and classifying", spinner=False)
-            with quiet if on_progress is None else nullcontext():
-                clf = _offline_classifier(examples, intents, method, k, char_weight, on_progress)
-                predictions = clf.predict(texts, on_progress)
+            clf = _offline_classifier(examples, intents, method, k, char_weight, on_progress)
+            predictions = clf.predict(texts, on_progress)
         return [
             {"intent": p.label, "score": round(p.score, 4), "nearest": round(p.nearest, 4), "backend": "offline"}
             for p in predictions

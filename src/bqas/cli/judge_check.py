@@ -56,6 +56,7 @@ def judge_check_cmd(
 
     Exit 0 when every checked judge is fit, 1 when one is unfit, 2 on a usage or configuration error.
     """
+    from bqas.cli.steps import step
     from bqas.judging.check import available_sets, run_check
     from bqas.judging.factory import LLMOverrides, build_engine
     from bqas.settings import check_language, get_settings
@@ -74,18 +75,17 @@ def judge_check_cmd(
     settings = get_settings()
     try:
         lang = check_language(language or settings.language)
-        engine = build_engine(
-            settings,
-            backend=backend,  # type: ignore[arg-type]
-            language=lang,
-            overrides=LLMOverrides(
-                base_url=base_url,
-                model=model,
-                structured_output=structured_output,
-                cache=False if no_cache else None,
-                gguf=llm_gguf,
-            ),
+        overrides = LLMOverrides(
+            base_url=base_url,
+            model=model,
+            structured_output=structured_output,
+            cache=False if no_cache else None,
+            gguf=llm_gguf,
         )
+        from bqas.runner.request import loading_step
+
+        with step(loading_step(settings, backend, overrides)):
+            engine = build_engine(settings, backend=backend, language=lang, overrides=overrides)  # type: ignore[arg-type]
         names = judge or sorted({j for j, set_lang in available_sets() if set_lang == lang})
         specs = [engine.registry.get(name) for name in names]
     except (ValueError, KeyError) as exc:
@@ -122,7 +122,8 @@ def judge_check_cmd(
                 await engine.llm.aclose()
 
     try:
-        results = asyncio.run(check_all())
+        with step(f"checking {', '.join(names)} on the known-answer set(s) (the first pair loads the models)"):
+            results = asyncio.run(check_all())
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -30,13 +30,20 @@ def review(
     Service tenants never see these items; their reviewers use `bqas serve` and /review with their key.
     Gold labels: bqas gold export --tenant @local --out gold.jsonl
     """
+    from bqas.cli.steps import step
     from bqas.review.local import LocalReview
     from bqas.review.queue import status_counts
     from bqas.store.db import open_store
     from bqas.tenants import LOCAL_TENANT
 
-    store = open_store()
-    local = LocalReview(store)
+    with step("loading the review pages and opening the store"):
+        from bqas.auth.tenants import LOCAL_TENANT
+        from bqas.review.local import LocalReview
+        from bqas.review.queue import status_counts
+        from bqas.store.db import open_store
+
+        store = open_store()
+        local = LocalReview(store)
     sock = _listen(port)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     counts = status_counts(store, LOCAL_TENANT)
@@ -63,15 +70,18 @@ def view(
     """
     from urllib.parse import urlencode
 
-    from bqas.review.local import LocalReview
-    from bqas.review.settings import get_review_settings
-    from bqas.store.db import open_store
+    from bqas.cli.steps import step
 
     given = list(runs or [])
     if len(given) > 2:
         typer.echo("error: RUN: give at most two runs (one to open, two to compare)", err=True)
         raise typer.Exit(2)
-    store = open_store()
+    with step("loading the results viewer and opening the store"):
+        from bqas.review.local import LocalReview
+        from bqas.review.settings import get_review_settings
+        from bqas.store.db import open_store
+
+        store = open_store()
     ids = []
     for prefix in given:
         run = store.find_run(prefix)

@@ -100,21 +100,24 @@ def check_cmd(language: Annotated[str, typer.Option("--language", help="Judge la
     Example: bqas prompts check --language zh
     Exit codes: 0 all current, 1 a file is missing or stale, 2 usage error.
     """
+    from bqas.cli.steps import step
     from bqas.ragas.api import INSTALL_HINT, available
 
     if not available():
         typer.echo(f"error: {INSTALL_HINT}", err=True)
         raise typer.Exit(2)
-    from bqas.llm.client import LLMClient, LLMConfig
-    from bqas.ragas.adapters import SeamEmbedding, SeamLLM
-    from bqas.ragas.factory import build_metric
-    from bqas.ragas.judge_prompts import clear_cache, localize_pipeline_prompts
-    from bqas.ragas.metrics import LLM_METRICS
+    with step("loading ragas and building its metrics"):
+        from bqas.llm.client import LLMClient, LLMConfig
+        from bqas.ragas.adapters import SeamEmbedding, SeamLLM
+        from bqas.ragas.factory import build_metric
+        from bqas.ragas.judge_prompts import clear_cache, localize_pipeline_prompts
+        from bqas.ragas.metrics import LLM_METRICS
 
-    llm = SeamLLM(LLMClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="unused")))
-    registry = {m: build_metric(m, llm, SeamEmbedding()) for m in LLM_METRICS}
-    clear_cache()
-    report = localize_pipeline_prompts(registry, language)
+        llm = SeamLLM(LLMClient(LLMConfig(base_url="http://127.0.0.1:9/v1", model="unused")))
+        registry = {m: build_metric(m, llm, SeamEmbedding()) for m in LLM_METRICS}
+    with step(f"checking the {language} prompt files against the installed ragas prompts"):
+        clear_cache()
+        report = localize_pipeline_prompts(registry, language)
     typer.echo(f"cache folder: {report.source}")
     for name in report.applied:
         typer.echo(f"applied  {name}")

@@ -175,11 +175,20 @@ def _scenario(path: Path | None, target: str | None, resume: str | None) -> Any:
 
 
 def _run(scenario: Any, out: Path | None, resume: str | None) -> None:
+    from contextlib import ExitStack
+
     from bqas.cli.run_store import _store
+    from bqas.cli.steps import step as named_step
     from bqas.redteam.config import RedteamError
     from bqas.redteam.run import Interrupted, run_redteam
 
+    # Before the first attack is sent (attacks made, run stored) and after the last one (summary, report
+    # files) nothing counts up: each is a step of its own, said by name when it takes a while.
+    steps = ExitStack()
+    steps.enter_context(named_step("preparing the attacks (plugins, strategies, languages)"))
+
     def progress(pending: int, done: int) -> Any:
+        steps.close()
         state = {"n": 0}
         step = max(1, pending // 20)
 
@@ -189,6 +198,7 @@ def _run(scenario: Any, out: Path | None, resume: str | None) -> None:
                 print(f"\rattacks: {done + state['n']}/{done + pending}", end="", file=sys.stderr, flush=True)
                 if state["n"] == pending:
                     print(file=sys.stderr)
+                    steps.enter_context(named_step("summarising the attacks and writing report.md and junit.xml"))
 
         return advance
 
@@ -198,7 +208,8 @@ def _run(scenario: Any, out: Path | None, resume: str | None) -> None:
 
     try:
         store = _store()
-        outcome = run_redteam(store, scenario, out, resume=resume, progress=progress)
+        with steps:
+            outcome = run_redteam(store, scenario, out, resume=resume, progress=progress)
     except RedteamError as exc:
         raise _fail(str(exc)) from None
     except Interrupted as stop:

@@ -45,6 +45,7 @@ def run_scenario(
     retry_target_errors: bool = False,
 ) -> None:
     """Implementation of ``bqas run``."""
+    from bqas.cli.steps import steps
     from bqas.runner.request import RunRequest
     from bqas.runner.run import execute
     from bqas.settings import get_settings
@@ -91,6 +92,7 @@ def run_scenario(
         baseline=baseline,
         progress=progress,
         on_start=announce,
+        on_step=steps(progress),
         profiles=list(profiles or []),
         ray=ray,
         ray_workers=ray_workers,

@@ -119,22 +119,26 @@ def run_score(
     name = "<stdin>" if source == "-" else source
     try:
         samples = read_samples(source)
-        engine = build_engine(
-            get_settings(),
-            backend=backend,  # type: ignore[arg-type]
-            language=language,
-            overrides=LLMOverrides(
-                base_url=base_url,
-                model=model,
-                structured_output=structured_output,
-                cache=False if no_cache else None,
-                gguf=llm_gguf,
-            ),
-            policy_file=policy,
+        from bqas.cli.steps import slow_step
+        from bqas.runner.request import loading_step
+
+        overrides = LLMOverrides(
+            base_url=base_url,
+            model=model,
+            structured_output=structured_output,
+            cache=False if no_cache else None,
+            gguf=llm_gguf,
         )
+        with slow_step(loading_step(get_settings(), backend, overrides)):
+            engine = build_engine(
+                get_settings(),
+                backend=backend,  # type: ignore[arg-type]
+                language=language,
+                overrides=overrides,
+                policy_file=policy,
+            )
         engine.registry.get(judge)
         engine.start_loading(samples=len(samples))  # many samples: worker processes (BQAS_OFFLINE_POOL=auto)
-        from bqas.cli.steps import slow_step
 
         with slow_step(f"judging {len(samples)} sample(s) with {judge}"):
             records = asyncio.run(_score_all(engine, judge, samples, concurrency, name))

@@ -82,17 +82,21 @@ def synth_cmd(
         max_rounds=max_rounds,
         language=language or "",
     )
-    run_synth(
-        request,
-        backend=backend,
-        out=out,
-        base_url=base_url,
-        model=model,
-        no_cache=no_cache,
-        temperature=temperature,
-        progress=progress,
-        as_json=as_json,
-    )
+    from bqas.cli.steps import steps
+
+    # The bar counts kept inputs on a terminal; in a pipe or a CI log the step says its name instead.
+    with steps(progress)(f"generating {count} inputs for intent {intent} ({backend})", bar=True):
+        run_synth(
+            request,
+            backend=backend,
+            out=out,
+            base_url=base_url,
+            model=model,
+            no_cache=no_cache,
+            temperature=temperature,
+            progress=progress,
+            as_json=as_json,
+        )
 
 
 def classify_cmd(

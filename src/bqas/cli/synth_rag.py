@@ -109,7 +109,11 @@ def synth_rag_cmd(
         max_bytes=int(max_file_mb * 1024 * 1024),
     )
     llm = LLMChoice(backend, base_url, model, no_cache, temperature, max_rounds)
-    run_synth_rag(request, out=out, progress=progress, as_json=as_json, llm=llm)
+    from bqas.cli.steps import steps
+
+    # The bar counts kept questions on a terminal; in a pipe or a CI log the step says its name instead.
+    with steps(progress)(f"generating {count} RAG questions from {len(docs)} document source(s)", bar=True):
+        run_synth_rag(request, out=out, progress=progress, as_json=as_json, llm=llm)
 
 
 def rag_diagnosis_cmd(

@@ -232,7 +232,9 @@ def run_on_ray(
 ) -> int:
     """Judge the run's pending items on Ray; returns how many work items were judged in this call."""
     plan = ray_plan(request, scenario)
-    started = _connect(plan)
+    joining = "starting a local Ray cluster" if plan.address == "local" else f"connecting to Ray ({plan.address})"
+    with request.step(joining):
+        started = _connect(plan)
     try:
         ray = _ray()
         database_url = str(store.engine.url.render_as_string(hide_password=False))
@@ -244,7 +246,7 @@ def run_on_ray(
         share = concurrency // workers  # the global limit holds: workers × share <= concurrency
         stored = store.get_run(run_id).config if request.resume else None  # type: ignore[union-attr]
         # The actors get what they cannot look up on another machine: the API key, the settings.
-        portable = replace(request, on_start=None, overrides=llm_overrides(scenario, request))
+        portable = replace(request, on_start=None, on_step=None, overrides=llm_overrides(scenario, request))
         from bqas.review.settings import get_review_settings
 
         review = get_review_settings()
@@ -273,19 +275,21 @@ def run_on_ray(
 
         watch = watch_head(store, run_id, settings.ray_head_timeout)
         try:
-            pool.start(workers)
-            try:  # an actor that cannot even start (engine or store) fails the run now, not item by item
-                pool.wait_started()
-            except ClusterLost:
-                raise
-            except Exception as exc:
-                raise RunFailed(f"the judge actors did not start on the Ray cluster: {cause(exc)}") from exc
+            with request.step(f"starting {workers} judge actor(s) on the Ray cluster"):
+                pool.start(workers)
+                try:  # an actor that cannot even start (engine or store) fails the run now, not item by item
+                    pool.wait_started()
+                except ClusterLost:
+                    raise
+                except Exception as exc:
+                    raise RunFailed(f"the judge actors did not start on the Ray cluster: {cause(exc)}") from exc
             pending = pending_items(scenario, done, done_repeats)  # --repeats: repeats 2..N follow each item
-            if request.progress:
-                finished = len(done) + sum(len(keys) for keys in (done_repeats or {}).values())
-                with progress_bar(scenario.name, total, finished) as advance:
-                    return drive(pool, scenario, store, run_id, pending, plan.batch_size, advance)
-            return drive(pool, scenario, store, run_id, pending, plan.batch_size, None)
+            with request.step(f"judging {total} samples on {workers} Ray actor(s)", bar=request.progress):
+                if request.progress:
+                    finished = len(done) + sum(len(keys) for keys in (done_repeats or {}).values())
+                    with progress_bar(scenario.name, total, finished) as advance:
+                        return drive(pool, scenario, store, run_id, pending, plan.batch_size, advance)
+                return drive(pool, scenario, store, run_id, pending, plan.batch_size, None)
         finally:
             pool.close()
             if watch is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,14 @@ class RunRequest:
     reuse_target_replies: str | None = None  # --reuse-target-replies RUN_ID: judge that run's replies again
     accept_unfit_judge: bool = False  # --accept-unfit-judge: run even when the LLM judge fails its known-answer check
     retry_target_errors: bool = False  # --retry-target-errors (with --resume): ask the target again for its errors
+    # Wraps each step of the run that can take seconds (loading the judges, starting Ray, writing the
+    # reports): called with the step's name (and ``bar=True`` for the judging, which has its own bar) to
+    # say what the run is doing; None says nothing.
+    on_step: Callable[..., AbstractContextManager[None]] | None = None
+
+    def step(self, name: str, *, bar: bool = False) -> AbstractContextManager[None]:
+        """The context of one step of the run (:attr:`on_step`)."""
+        return nullcontext() if self.on_step is None else self.on_step(name, bar=bar)
 
 
 def engine_for(
@@ -68,6 +77,20 @@ def engine_for(
 
         engine.options.profiles = load_profiles(paths, engine, scenario.judges)
     return engine
+
+
+def loading_step(settings: Settings, backend: str, overrides: LLMOverrides) -> str:
+    """The name of the step that builds a judge engine: it also starts the embedded llama.cpp engine when
+    the judges use a local GGUF model (a matter of seconds to minutes)."""
+    from bqas.judging.factory import local_model
+
+    try:
+        local = local_model(settings, overrides) if backend != "offline" else None
+    except ValueError:  # a server and a model file at once: building the engine says so
+        local = None
+    if local is not None:
+        return f"loading the judges and starting the embedded llama.cpp engine ({local.path.name})"
+    return "loading the judges"
 
 
 def llm_overrides(scenario: Scenario, request: RunRequest) -> LLMOverrides:

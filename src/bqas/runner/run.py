@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 from collections.abc import Iterator, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +19,7 @@ from bqas.runner.gc_tuning import fewer_collections
 from bqas.runner.interrupt import run_until_stopped
 from bqas.runner.lease import RunLease
 from bqas.runner.loop import new_event_loop, progress_bar
-from bqas.runner.request import RunRequest, engine_for, llm_overrides, memory_examples
+from bqas.runner.request import RunRequest, engine_for, llm_overrides, loading_step, memory_examples
 from bqas.runner.scenario import Scenario, ScenarioError, load_scenario, scenario_fingerprint
 from bqas.runner.summary import RunSummary, ThresholdResult, check_thresholds, cost_estimate, summarize
 from bqas.settings import Settings
@@ -246,8 +247,11 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
     if request.ray or scenario.ray is not None:  # a bad cluster address fails now, before a run is created
         from bqas.runner.ray_run import check_cluster
 
-        check_cluster(request, scenario)
-    engine = engine_for(scenario, request, settings, stored)
+        with request.step("reaching the Ray cluster"):
+            check_cluster(request, scenario)
+    backend = (stored or {}).get("backend") or request.backend or scenario.backend
+    with request.step(loading_step(settings, backend, llm_overrides(scenario, request))):
+        engine = engine_for(scenario, request, settings, stored)
     if target is not None and reuse is None:  # no call whose answer the judges could not use
         from bqas.targets.preflight import unmappable_fields
 
@@ -258,18 +262,21 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
     # run is checked again: its LLM comes from this command line, which may name another server or model.
     from bqas.runner.judge_gate import accepted_unfit, check_judges
 
-    checks = check_judges(
-        engine,
-        scenario.judges,
-        request.language or scenario.language or settings.language,
-        settings,
-        llm_overrides(scenario, request),
-        accept_unfit=request.accept_unfit_judge or accepted_unfit(stored),
-        resumed=resuming,
-    )
+    checking = "checking the LLM judge on its known-answer set (bqas judge-check)"
+    with request.step(checking) if engine.tiers[1] else nullcontext():
+        checks = check_judges(
+            engine,
+            scenario.judges,
+            request.language or scenario.language or settings.language,
+            settings,
+            llm_overrides(scenario, request),
+            accept_unfit=request.accept_unfit_judge or accepted_unfit(stored),
+            resumed=resuming,
+        )
     total = sum(repeat_count(w, scenario) for w in work_items(scenario))
+    loading = None
     if not (request.ray or scenario.ray is not None):  # on Ray the actors judge, not this process
-        engine.start_loading(samples=total)  # a large run gets worker processes (BQAS_OFFLINE_POOL=auto)
+        loading = engine.start_loading(samples=total)  # a large run gets worker processes (BQAS_OFFLINE_POOL=auto)
     out_dir = _out_dir(request, run_id, stored)
     if not resuming:
         from bqas.judging.exchange import request_snapshot
@@ -371,14 +378,23 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
                         max_reply_bytes=settings.target_max_reply_bytes,
                         retry=failed,
                     )
-                judged = judge_here(done, done_repeats, stage)
+                if stage is None and loading is not None:
+                    # Judging waits for the models anyway; without a target to ask meanwhile the wait is a
+                    # step of its own (a load that failed raises at the first judgment, as before).
+                    from concurrent.futures import wait
+
+                    with request.step("loading the offline models"):
+                        wait([loading])
+                with request.step(f"judging {total} samples", bar=request.progress):
+                    judged = judge_here(done, done_repeats, stage)
                 if stage is not None and failed is not None:
                     retried = (len(failed), stage.asked_again)
         except RunFailed as exc:
             # Loud, never a hang: the run is stored as failed with the reason, and the CLI exits non-zero.
             store.update_run(run_id, status="failed", finished_at=datetime.now(UTC), summary={"error": str(exc)})
             raise RunFailed(f"run {run_id} failed: {exc}") from exc
-        summary = summarize(settled_records(store, run_id))
+        with request.step("summarising the results"):
+            summary = summarize(settled_records(store, run_id))
         repeats = _repeats_summary(store, run_id, scenario, engine, summary)
         if scenario.repeats > 1:  # the viewer lists, filters and pages a repeated run per sample
             from bqas.runner.settled import write_settled
@@ -399,7 +415,9 @@ def _execute(request: RunRequest, settings: Settings, store: Store) -> RunOutcom
         if repeats is not None:
             summary_data["repeats"] = repeats
         store.update_run(run_id, status="done", finished_at=datetime.now(UTC), summary=summary_data)
-        write_outputs(store, run_id, out_dir, _run_meta(store, run_id, summary, thresholds, cost), request.baseline)
+        with request.step(f"writing results.jsonl, junit.xml and report.html to {out_dir}"):
+            meta = _run_meta(store, run_id, summary, thresholds, cost)
+            write_outputs(store, run_id, out_dir, meta, request.baseline)
     finally:
         lease.release()  # held until the outputs are written, so a resume cannot overwrite them meanwhile
     dataset = scenario.dataset_path()
