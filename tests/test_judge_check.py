@@ -80,7 +80,7 @@ def _correct_judge(language: str) -> Any:
     """A scripted LLM judge that knows every pair of the language's sets: the good answer graded as good, the
     bad one as bad (the judge's evaluated field, as the prompt quotes it, names the answer). A bad answer is
     looked for first: a good one may stand word for word in the facts that both prompts of its pair quote."""
-    from bqas.judging.spec import default_registry
+    from bqas.judgment.spec import default_registry
 
     registry = default_registry()
     bad: dict[str, Reply] = {}

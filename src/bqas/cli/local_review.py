@@ -37,7 +37,7 @@ def review(
     from bqas.tenants import LOCAL_TENANT
 
     with step("loading the review pages and opening the store"):
-        from bqas.auth.tenants import LOCAL_TENANT
+        from bqas.tenants import LOCAL_TENANT
         from bqas.review.local import LocalReview
         from bqas.review.queue import status_counts
         from bqas.store.db import open_store
