@@ -164,9 +164,9 @@ def feature_vector(
 
 
 #: ``BQAS_VERIFIER=on`` adds the verifier as the cascade's second stage; by default the first stage (the
-#: grounding model) decides alone: on data neither was fitted on (MEMERAG en/es/fr) the cascade ranked no
-#: better than the first stage (ROC-AUC 0.628/0.644/0.729 vs 0.618/0.672/0.758; measurements.json of the
-#: verifier) and cost a sixth more CPU per judgment.
+#: grounding model) decides alone: on data the verifier was not fitted on it ranked no better than the first
+#: stage by more than its noise (paired bootstrap per set; measurements.json of the verifier,
+#: ``figures_on_unseen_data``), so it stays an option.
 VERIFIER_ENV = "BQAS_VERIFIER"
 
 
