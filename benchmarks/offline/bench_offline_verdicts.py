@@ -135,16 +135,18 @@ def figures(cases: list[Case], verdicts: list[tuple[str, bool]]) -> dict[str, fl
     }
 
 
-def suite_recall(cases: list[Case], verdicts: list[tuple[str, bool]]) -> tuple[int, int, int]:
-    """(unfaithful answers of the specifics kinds failed, their number, faithful twins failed)."""
-    hit = total = false_fail = 0
-    for c, (v, _) in zip(cases, verdicts, strict=True):
+def suite_recall(cases: list[Case], verdicts: list[tuple[str, bool]]) -> tuple[int, int, int, int]:
+    """(unfaithful answers of the specifics kinds failed, of them not let through unescalated, their number,
+    faithful twins failed)."""
+    hit = stopped = total = false_fail = 0
+    for c, (v, escalated) in zip(cases, verdicts, strict=True):
         if c.label == 1 and c.kind in SPECIFIC_KINDS:
             total += 1
             hit += v == "failed"
+            stopped += v != "production_ready" or escalated
         if c.label == 0 and c.kind in SPECIFIC_KINDS:
             false_fail += v == "failed"
-    return hit, total, false_fail
+    return hit, stopped, total, false_fail
 
 
 def _pct(v: float | int | None) -> str:
@@ -177,8 +179,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"{_pct(m['recall_failed']):>7} {_pct(m['auto']):>7} {_pct(m['precision_passed']):>10} {1000 * seconds:6.1f}"
             )
             if name.startswith("suite"):
-                hit, total, false_fail = suite_recall(cases, verdicts)
-                line += f"  specifics recall {hit}/{total}, faithful twins failed {false_fail}"
+                hit, stopped, total, false_fail = suite_recall(cases, verdicts)
+                line += f"  specifics recall {hit}/{total} failed, {stopped}/{total} not passed unescalated"
+                line += f", faithful twins failed {false_fail}"
             print(line, flush=True)
     return 0
 
