@@ -31,16 +31,12 @@ def review(
     Gold labels: bqas gold export --tenant @local --out gold.jsonl
     """
     from bqas.cli.steps import step
-    from bqas.review.local import LocalReview
-    from bqas.review.queue import status_counts
-    from bqas.store.db import open_store
-    from bqas.tenants import LOCAL_TENANT
 
     with step("loading the review pages and opening the store"):
-        from bqas.tenants import LOCAL_TENANT
         from bqas.review.local import LocalReview
         from bqas.review.queue import status_counts
         from bqas.store.db import open_store
+        from bqas.tenants import LOCAL_TENANT
 
         store = open_store()
         local = LocalReview(store)
