@@ -136,19 +136,13 @@ def calibrate_cmd(
     sample misses it, as in `bqas score` and `bqas run`), 3 when none is missed but some lack evidence
     (0 with --allow-not-enough-evidence), 2 on a usage or input error.
     """
-    from bqas.judging.factory import LLMOverrides
+    from bqas.cli.llm_options import llm_overrides
 
     if ctx.invoked_subcommand is not None:
         return
     if gold is None or judge is None:
         raise _fail("--gold and --judge are needed (or a subcommand: bqas calibrate fit --help)")
-    overrides = LLMOverrides(
-        base_url=base_url,
-        model=model,
-        structured_output=structured_output,
-        cache=False if no_cache else None,
-        gguf=llm_gguf,
-    )
+    overrides = llm_overrides(base_url, model, structured_output, no_cache, llm_gguf)
     if profile is not None:
         from bqas.cli.calibrate_fit import check_profile_run
 

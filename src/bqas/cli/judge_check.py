@@ -56,9 +56,10 @@ def judge_check_cmd(
 
     Exit 0 when every checked judge is fit, 1 when one is unfit, 2 on a usage or configuration error.
     """
+    from bqas.cli.llm_options import llm_overrides
     from bqas.cli.steps import step
     from bqas.judging.check import available_sets, run_check
-    from bqas.judging.factory import LLMOverrides, build_engine
+    from bqas.judging.factory import build_engine
     from bqas.settings import check_language, get_settings
 
     if list_sets:
@@ -75,13 +76,7 @@ def judge_check_cmd(
     settings = get_settings()
     try:
         lang = check_language(language or settings.language)
-        overrides = LLMOverrides(
-            base_url=base_url,
-            model=model,
-            structured_output=structured_output,
-            cache=False if no_cache else None,
-            gguf=llm_gguf,
-        )
+        overrides = llm_overrides(base_url, model, structured_output, no_cache, llm_gguf)
         from bqas.runner.request import loading_step
 
         with step(loading_step(settings, backend, overrides)):

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from bqas.cli.llm_options import llm_overrides
 from bqas.cli.run_store import _store
 from bqas.cli.run_summary import print_summary
-from bqas.judging.factory import LLMOverrides
 from bqas.runner.scenario import ScenarioError
 
 if TYPE_CHECKING:
@@ -103,13 +103,7 @@ def run_scenario(
         allow_dataset_outside=allow_dataset_outside or get_settings().allow_dataset_outside,
         accept_unfit_judge=accept_unfit_judge,
         retry_target_errors=retry_target_errors,
-        overrides=LLMOverrides(
-            base_url=base_url,
-            model=model,
-            structured_output=structured_output,
-            cache=False if no_cache else None,
-            gguf=llm_gguf,
-        ),
+        overrides=llm_overrides(base_url, model, structured_output, no_cache, llm_gguf),
     )
     from bqas.cli.review_notes import ReviewNotes, held_review_notes, print_review_notes
     from bqas.runner.execute import RunFailed

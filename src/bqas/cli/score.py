@@ -10,9 +10,10 @@ from typing import Any
 
 import typer
 
+from bqas.cli.llm_options import llm_overrides
 from bqas.jsonl import iter_json_objects
 from bqas.judging.engine import InvalidSample, JudgeEngine
-from bqas.judging.factory import LLMOverrides, build_engine
+from bqas.judging.factory import build_engine
 from bqas.settings import get_settings
 from bqas.untrusted import FILE_ERRORS, UntrustedValueError, loads
 
@@ -122,13 +123,7 @@ def run_score(
         from bqas.cli.steps import slow_step
         from bqas.runner.request import loading_step
 
-        overrides = LLMOverrides(
-            base_url=base_url,
-            model=model,
-            structured_output=structured_output,
-            cache=False if no_cache else None,
-            gguf=llm_gguf,
-        )
+        overrides = llm_overrides(base_url, model, structured_output, no_cache, llm_gguf)
         with slow_step(loading_step(get_settings(), backend, overrides)):
             engine = build_engine(
                 get_settings(),
