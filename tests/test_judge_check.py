@@ -2,7 +2,8 @@
 
 A scripted judge that answers every pair correctly comes out fit, one that answers the same whatever it
 reads comes out unfit, and the small real model of the dev install (SmolLM2-135M in the embedded
-llama.cpp engine) comes out unfit for every judge that has a known-answer set."""
+llama.cpp engine) comes out unfit for every judge that has a known-answer set. An LLM judge is checked as
+the LLM tier alone unless --as-configured."""
 
 from __future__ import annotations
 
@@ -142,6 +143,7 @@ def test_a_judge_that_answers_correctly_is_fit(bqas_home: Path, language: str) -
             row["wrong_pairs"],
         )
         assert row["verdict_agreement"] >= 0.7 and row["llm_calls"] == 2 * row["pairs"], row
+        assert row["measured"] == "llm tier alone" and row["safety_gate"] is False, row
 
 
 def test_a_judge_that_answers_the_same_whatever_it_reads_is_unfit(bqas_home: Path) -> None:
@@ -173,26 +175,46 @@ def test_the_check_is_cached_per_model_judge_and_prompt(bqas_home: Path) -> None
     assert "(cached)" not in first.stdout and "(cached)" in again.stdout and "(cached)" not in fresh.stdout
 
 
-def test_the_pii_gate_decides_clear_pii_pairs_and_a_check_without_it_is_a_measurement_of_its_own(
-    bqas_home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_llm_judge_is_checked_alone_and_as_configured_only_when_asked(bqas_home: Path) -> None:
     """The deterministic PII gate runs beside every backend and its rule hits stand: on rag_privacy's clear
-    pairs it, not the LLM, fails the bad answers. An LLM that finds nothing anywhere passes the check with the
-    gate and is unfit without it (BQAS_SAFETY_GATE=false): a check result of its own, not the gated one's."""
-    from bqas.settings import get_settings
-
+    pairs it, not the LLM, fails the bad answers. So an LLM judge is checked as the LLM tier alone: an LLM that
+    finds nothing anywhere is unfit, with backend llm and with auto (the same measurement, so auto's check
+    comes from the cache). --as-configured measures the judge with the gate beside it: then the gate decides,
+    and it comes out fit, a result cached under a key of its own."""
     with ScriptedLLM(default=_reply(GOOD["rag_privacy"])) as server:
-        gated = _check(server, "--judge", "rag_privacy", "--json")
-        monkeypatch.setenv("BQAS_SAFETY_GATE", "false")
-        get_settings.cache_clear()
         alone = _check(server, "--judge", "rag_privacy", "--json")
+        asked = len(server.requests)
+        auto = CliRunner().invoke(
+            app,
+            ["judge-check", "--judge", "rag_privacy", "--base-url", server.base_url, "--model", "scripted", "--json"],
+        )
+        assert len(server.requests) == asked  # auto with an LLM checks the LLM alone too: the cached result
+        configured = _check(server, "--judge", "rag_privacy", "--json", "--as-configured")
         text = _check(server, "--judge", "rag_privacy")
-    (with_gate,) = [json.loads(line) for line in gated.stdout.splitlines() if line.startswith("{")]
-    (without,) = [json.loads(line) for line in alone.stdout.splitlines() if line.startswith("{")]
-    assert gated.exit_code == 0 and with_gate["fit"] and with_gate["safety_gate"] is True, with_gate
-    assert alone.exit_code == 1 and not without["fit"] and without["safety_gate"] is False, without
-    assert without["pairs_right"] == 0.0 and not without["cached"], without
-    assert "(de, scripted, PII gate off): UNFIT" in text.stdout and "(cached)" in text.stdout
+    (by_llm,) = [json.loads(line) for line in alone.stdout.splitlines() if line.startswith("{")]
+    (by_auto,) = [json.loads(line) for line in auto.stdout.splitlines() if line.startswith("{")]
+    (gated,) = [json.loads(line) for line in configured.stdout.splitlines() if line.startswith("{")]
+    assert alone.exit_code == 1 and not by_llm["fit"] and by_llm["pairs_right"] == 0.0, by_llm
+    assert by_llm["measured"] == "llm tier alone" and by_llm["backend"] == "llm" and by_llm["safety_gate"] is False
+    assert auto.exit_code == 1 and by_auto["cached"] and by_auto["measured"] == "llm tier alone", by_auto
+    assert by_auto["key"] == by_llm["key"]
+    assert configured.exit_code == 0 and gated["fit"] and not gated["cached"], gated
+    assert gated["measured"] == "as configured" and gated["safety_gate"] is True and gated["key"] != by_llm["key"]
+    assert "(de, scripted, llm tier alone): UNFIT" in text.stdout and "(cached)" in text.stdout
+
+
+def test_no_known_answer_pair_trips_the_judge_manipulation_rules() -> None:
+    """The rules run beside the LLM tier alone too (bqas.judging.check_engine): they must not answer a pair."""
+    from bqas.judging.manipulation import find_manipulation
+    from bqas.judgment.spec import default_registry
+
+    registry = default_registry()
+    for judge, language in available_sets():
+        path = set_path(judge, language)
+        assert path is not None
+        for pair in load_pairs(path):
+            for side in (pair.good, pair.bad):
+                assert find_manipulation(registry.get(judge), side) == {}, (judge, language, pair.id)
 
 
 @pytest.mark.parametrize("language", ["de", "en", "zh"])
@@ -202,6 +224,7 @@ def test_the_offline_judges_pass_their_known_answer_sets(bqas_home: Path, langua
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert {r["judge"] for r in rows} == {judge for judge, lang in SETS if lang == language}
     assert all(r["fit"] and r["backend"] == "offline" and r["model"] is None for r in rows), rows
+    assert all(r["measured"] == "offline tier" and r["safety_gate"] for r in rows), rows
 
 
 def test_an_unknown_language_set_is_a_usage_error(bqas_home: Path) -> None:
@@ -213,10 +236,10 @@ def test_an_unknown_language_set_is_a_usage_error(bqas_home: Path) -> None:
 def test_the_small_real_model_is_unfit_for_every_judge(
     local_llm: LocalEngine, bqas_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SmolLM2-135M on the real engine: the first 2 pairs of each set (temperature 0, so the same replies
-    every run) are enough to show that it cannot tell a right answer from a wrong one. rag_privacy is checked
-    without the deterministic PII gate: with it, the gate's rule hits decide that set's clear pairs, and the
-    model passes them (6 of 6 pairs, docs/judge-check.md) without telling anything apart itself."""
+    """SmolLM2-135M on the real engine, with the default settings: the first 2 pairs of each set (temperature
+    0, so the same replies every run) are enough to show that it cannot tell a right answer from a wrong one.
+    The check measures the LLM tier alone, so neither the PII gate (which decides rag_privacy's clear pairs
+    whatever the model says) nor the offline facts of auto answer for it."""
     for name, value in (
         ("BQAS_LLM_GGUF_CTX", TEST_CTX),
         ("BQAS_LLM_GGUF_THREADS", TEST_THREADS),
@@ -226,20 +249,16 @@ def test_the_small_real_model_is_unfit_for_every_judge(
         monkeypatch.setenv(name, str(value))
     from bqas.settings import get_settings
 
-    gated = sorted({j for j, lang in available_sets() if lang == "de"} - {"rag_privacy"})
-    args = ["judge-check", "--backend", "llm", "--llm-gguf", str(local_llm.model.path), "--limit", "2", "--json"]
-    rows = []
-    for judges, gate in ((gated, "true"), (["rag_privacy"], "false")):
-        monkeypatch.setenv("BQAS_SAFETY_GATE", gate)
-        get_settings.cache_clear()
-        result = CliRunner().invoke(app, [*args, *(f"--judge={judge}" for judge in judges)])
-        assert result.exit_code == 1, result.output
-        rows += [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    get_settings.cache_clear()
+    args = ["judge-check", "--llm-gguf", str(local_llm.model.path), "--limit", "2", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert {r["judge"] for r in rows} == {j for j, lang in available_sets() if lang == "de"}
     for row in rows:
         assert not row["fit"] and row["reasons"], row
         assert row["model"] and "SmolLM2" in row["model"] and row["llm_calls"] >= 4, row
-        assert row["safety_gate"] is (row["judge"] != "rag_privacy"), row
+        assert row["measured"] == "llm tier alone" and row["backend"] == "llm", row
 
 
 def test_the_examples_of_the_docs_run_as_shown(bqas_home: Path) -> None:

@@ -73,6 +73,7 @@ def test_a_run_refuses_an_unfit_llm_judge_with_the_figures_and_the_override(chec
     junit = (tmp_path / "o" / "junit.xml").read_text(encoding="utf-8")
     assert '<property name="judge_check.voice.fit" value="false"/>' in junit
     assert '<property name="judge_check.voice.accepted_unfit" value="true"/>' in junit
+    assert '<property name="judge_check.voice.measured" value="llm tier alone"/>' in junit
 
 
 def test_an_offline_run_checks_nothing(checked: Path, tmp_path: Path) -> None:
@@ -93,11 +94,12 @@ def test_a_fit_llm_judge_runs_and_the_run_records_its_check(checked: Path, tmp_p
             server.on(bad, Reply(content=json.dumps({**CONSTANT, "reasoning": "Falsch."})))
         result = _run(_scenario(tmp_path), server, "--out", str(tmp_path / "o"))
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
-    assert "judge-check voice (de, broken): fit - 100% of 20 clear pairs ranked right" in result.output  # type: ignore[attr-defined]
+    assert "judge-check voice (de, broken, llm tier alone): fit - 100% of 20 clear pairs ranked right" in result.output  # type: ignore[attr-defined]
     with sqlite3.connect(checked / "bqas.sqlite") as conn:
         config = json.loads(conn.execute("SELECT config FROM runs").fetchone()[0])
     (check,) = config["judge_check"]
     assert check["fit"] and check["model"] == "broken" and not check["accepted_unfit"]
+    assert check["measured"] == "llm tier alone" and check["backend"] == "llm" and check["safety_gate"] is False
 
 
 def _fit_judge(server: ScriptedLLM) -> ScriptedLLM:
@@ -135,7 +137,10 @@ def test_a_resumed_run_checks_its_judge_again(checked: Path, tmp_path: Path) -> 
             args = ["run", "--resume", run_id, "--no-progress", "--base-url", broken.base_url, "--model", "other"]
             refused = CliRunner().invoke(app, args)
             assert refused.exit_code == 2, refused.output
-            assert "the judge is unfit" in refused.output and "judge-check voice (de, other): UNFIT" in refused.output
+            assert (
+                "the judge is unfit" in refused.output
+                and "judge-check voice (de, other, llm tier alone): UNFIT" in refused.output
+            )
             assert len(broken.requests) == 40  # the whole set, asked of the resume's model
         assert _stored_check(checked) == [at_start]  # the refused resume changed nothing
 
@@ -144,7 +149,7 @@ def test_a_resumed_run_checks_its_judge_again(checked: Path, tmp_path: Path) -> 
         resumed = CliRunner().invoke(app, args)
         assert resumed.exit_code == 0, resumed.output
         assert len(fit.requests) == asked  # checked from the cache; every sample was already judged
-    assert "judge-check voice (de, broken): fit" in resumed.output
+    assert "judge-check voice (de, broken, llm tier alone): fit" in resumed.output
     (again,) = _stored_check(checked)
     assert again["fit"] and again["resumed"] is True and again["cached"] is True and again["model"] == "broken"
     report = (tmp_path / "o" / "report.html").read_text(encoding="utf-8")

@@ -687,10 +687,11 @@ def _check_row(judge: str, *, fit: bool, **extra: Any) -> dict[str, Any]:
 
 
 def test_html_shows_the_judge_check_of_the_run(tmp_path: Path, records: list[dict[str, Any]]) -> None:
-    """The check of the LLM judge before the run, per judge: fit or unfit, its figures, an accepted unfit one."""
+    """The check of the LLM judge before the run, per judge: fit or unfit, what was measured, its figures, an
+    accepted unfit one (a row stored before the check said what it measured has no such note)."""
     run = make_run(records)
     run["judge_check"] = [
-        _check_row("voice", fit=True, cached=True),
+        _check_row("voice", fit=True, cached=True, measured="llm tier alone"),
         _check_row("rag_privacy", fit=False, resumed=True),
     ]
     out = tmp_path / "report.html"
@@ -703,8 +704,8 @@ def test_html_shows_the_judge_check_of_the_run(tmp_path: Path, records: list[dic
         for row in section.split("<tr><td>")[1:]
     }
     assert set(rows) == {"voice", "rag_privacy"}
-    assert "qwen-7b-q4 fit 95.0 % of 20 90.0 % 0.0 % 812 ms (cached result)" in rows["voice"]
-    assert "unfit 25.0 % of 20 50.0 % 15.0 % 812 ms" in rows["rag_privacy"]
+    assert "qwen-7b-q4 (llm tier alone) fit 95.0 % of 20 90.0 % 0.0 % 812 ms (cached result)" in rows["voice"]
+    assert "qwen-7b-q4 unfit 25.0 % of 20 50.0 % 15.0 % 812 ms" in rows["rag_privacy"]
     assert "pairs_right 25% below the floor 80%; run anyway (--accept-unfit-judge)" in rows["rag_privacy"]
     assert "(checked again on resume)" in rows["rag_privacy"] and "(checked again on resume)" not in rows["voice"]
 

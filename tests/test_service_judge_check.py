@@ -46,6 +46,7 @@ def test_readyz_and_metrics_report_an_unfit_llm_judge(tmp_path: Path) -> None:
     assert check["state"] == "done", check
     voice = check["judges"]["voice.de"]
     assert voice["fit"] is False and voice["pairs_right"] == 0.0 and voice["model"] == "broken"
+    assert voice["measured"] == "llm tier alone"
     assert any("below the floor" in r for r in voice["reasons"])
     assert 'bqas_judge_check_fit{judge="voice",language="de"} 0.0' in metrics
 

@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/judging/bench_judge_check.py [--latency 0.05] [--repeats 3] [--judge voice ...]
         [--language de]
 
-Runs the check as users run it (the CLI's code path: ``run_check`` with the engine of ``--backend llm``,
-the LLM cache off, no check cache), ``--repeats`` times per judge (default: every judge with a known-answer
+Runs the check as users run it (the CLI's code path: ``run_check`` with the engine the check builds for
+``--backend llm``: the LLM tier alone, see bqas.judging.check_engine; the LLM cache off, no check cache), ``--repeats`` times per judge (default: every judge with a known-answer
 set in ``--language``), and prints per judge the LLM calls,
 prompt and completion tokens (the scripted server counts a reply's tokens as the OpenAI usage it
 sends) and the wall time, min and median. The scripted server answers every request the same: the
@@ -25,7 +25,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bqas.judging.check import available_sets, run_check
-from bqas.judging.factory import LLMOverrides, build_engine
+from bqas.judging.check_engine import check_engine
+from bqas.judging.factory import LLMOverrides
 from bqas.settings import Settings
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
 
@@ -52,7 +53,7 @@ REASONING = {"de": "Geprüft.", "en": "Checked.", "zh": "已检查。"}
 
 async def once(base_url: str, judge: str, language: str, home: Path) -> tuple[float, Any]:
     settings = Settings(home=home, llm_cache=False, judge_check=True)
-    engine = build_engine(
+    engine, measured = check_engine(
         settings, backend="llm", language=language, overrides=LLMOverrides(base_url=base_url, model="scripted")
     )
 
@@ -61,7 +62,15 @@ async def once(base_url: str, judge: str, language: str, home: Path) -> tuple[fl
 
     started = time.perf_counter()
     try:
-        result = await run_check(engine.registry.get(judge), language, evaluate, model="scripted", backend="llm")
+        result = await run_check(
+            engine.registry.get(judge),
+            language,
+            evaluate,
+            model="scripted",
+            backend="llm",
+            safety_gate=engine.options.safety_gate,
+            measured=measured,
+        )
     finally:
         assert engine.llm is not None
         await engine.llm.aclose()

@@ -38,6 +38,15 @@ def judge_check_cmd(
     list_sets: Annotated[
         bool, typer.Option("--list", help="List the judges with a known-answer set and their languages, and exit.")
     ] = False,
+    as_configured: Annotated[
+        bool,
+        typer.Option(
+            "--as-configured",
+            help="Check an LLM judge as a run uses it, with the PII gate and (in auto) the offline facts beside "
+            "the LLM, instead of the LLM tier alone (the default). Those deterministic tiers are never overruled, "
+            "so on the pairs they decide this measures them, not the LLM.",
+        ),
+    ] = False,
 ) -> None:
     """Run the judge on clear known-answer pairs and say whether it is fit to be trusted.
 
@@ -47,6 +56,10 @@ def judge_check_cmd(
     failures, latency, LLM calls and tokens. Below the floors (80 % of pairs ranked right, 70 % verdict
     agreement, at most 10 % unparsed) the judge is UNFIT. Results are cached per model, judge, language
     and prompt-template hash (--no-cache measures again).
+
+    An LLM judge (--backend llm, or auto with an LLM) is checked as the LLM tier alone: every pair gets the
+    LLM's own answer, without the PII gate or the offline facts, which would decide the clear pairs for it
+    (--as-configured checks it with them). --backend offline, or auto without an LLM, checks the offline tier.
 
     Sets (--list): voice, rag_hallucination, rag_privacy, rag_namespace and rag_retrieval in de, en and zh;
     rag_operator in de (its operator table is the German Abitur's). The intent classifier and the RAGAS
@@ -59,7 +72,7 @@ def judge_check_cmd(
     from bqas.cli.llm_options import llm_overrides
     from bqas.cli.steps import step
     from bqas.judging.check import available_sets, run_check
-    from bqas.judging.factory import build_engine
+    from bqas.judging.check_engine import backend_label, check_engine
     from bqas.settings import check_language, get_settings
 
     if list_sets:
@@ -80,13 +93,19 @@ def judge_check_cmd(
         from bqas.runner.request import loading_step
 
         with step(loading_step(settings, backend, overrides)):
-            engine = build_engine(settings, backend=backend, language=lang, overrides=overrides)  # type: ignore[arg-type]
+            engine, measured = check_engine(
+                settings,
+                backend=backend,  # type: ignore[arg-type]
+                language=lang,
+                overrides=overrides,
+                as_configured=as_configured,
+            )
         names = judge or sorted({j for j, set_lang in available_sets() if set_lang == lang})
         specs = [engine.registry.get(name) for name in names]
     except (ValueError, KeyError) as exc:
         typer.echo(f"error: {str(exc).strip(chr(34))}", err=True)
         raise typer.Exit(2) from None
-    used = "offline" if not engine.tiers[1] else ("llm" if not engine.tiers[0] else "offline+llm")
+    used = backend_label(engine)
     model_name = engine.llm.config.model if engine.llm is not None and engine.tiers[1] else None
     cache_dir = None if no_cache else settings.cache_dir / "judge-check"
 
@@ -109,6 +128,7 @@ def judge_check_cmd(
                     cache_dir=cache_dir,
                     progress=progress,
                     safety_gate=engine.options.safety_gate,
+                    measured=measured,
                 )
                 for spec in specs
             ]

@@ -13,8 +13,12 @@ the figures say whether it can tell them apart:
 * latency (median and largest ``latency_ms``), LLM calls and tokens.
 
 A judge below any floor (:data:`FLOORS`) is *unfit*: its verdicts are noise, whatever they look like.
-A check result is cached per model, judge, language and the hash of the judge's prompt template, schema
-and known-answer set (:func:`check_key`), so that it is paid once.
+A check result is cached per model, judge, language, what was measured and the hash of the judge's prompt
+template, schema and known-answer set (:func:`check_key`), so that it is paid once.
+
+What is measured (``measured``): an LLM judge is checked as the LLM tier alone by default (:data:`LLM_ALONE`,
+see :mod:`bqas.judging.check_engine`): the deterministic tiers (the PII gate, the offline facts of ``auto``)
+are never overruled, so where they answer a pair the check would measure them, not the LLM.
 """
 
 from __future__ import annotations
@@ -36,6 +40,12 @@ FLOORS: dict[str, float] = {"pairs_right": 0.80, "verdict_agreement": 0.70}
 #: The most answers it may leave unscored.
 MAX_PARSE_FAILURES = 0.10
 FOLDER = "judge_check"
+#: What a check measured: the LLM's own answer to every pair (no PII gate, no offline facts beside it) ...
+LLM_ALONE = "llm tier alone"
+#: ... the offline tier (no LLM configured, or ``--backend offline``), the safety gate as configured ...
+OFFLINE_TIER = "offline tier"
+#: ... or the judge exactly as a run uses it (``--as-configured``): the deterministic tiers answer where they can.
+AS_CONFIGURED = "as configured"
 
 
 @dataclass(frozen=True)
@@ -73,13 +83,19 @@ class CheckResult:
     #: Whether the deterministic PII gate ran beside the judge (BQAS_SAFETY_GATE): it runs on every backend,
     #: and its rule hits stand, so on PII pairs it, not the LLM, decides the bad answers.
     safety_gate: bool = True
+    #: What was measured: :data:`LLM_ALONE`, :data:`OFFLINE_TIER` or :data:`AS_CONFIGURED` (a result stored
+    #: before the field existed measured the judge as configured).
+    measured: str = AS_CONFIGURED
 
     def summary(self) -> str:
         """One line for a console: the verdict and the figures behind it."""
         state = "fit" if self.fit else "UNFIT"
+        what = [self.language, *([self.model] if self.model else [])]
+        what.append(f"{AS_CONFIGURED}: {self.backend}" if self.measured == AS_CONFIGURED else self.measured)
+        if not self.safety_gate and self.measured != LLM_ALONE:
+            what.append("PII gate off")
         return (
-            f"judge-check {self.judge} ({self.language}, {self.model or self.backend}"
-            f"{'' if self.safety_gate else ', PII gate off'}): {state} - "
+            f"judge-check {self.judge} ({', '.join(what)}): {state} - "
             f"{self.pairs_right:.0%} of {self.pairs} clear pairs ranked right, verdicts agree "
             f"{self.verdict_agreement:.0%}, unparsed {self.parse_failures:.0%}, "
             f"median {self.latency_ms_median:.0f} ms" + (f"; {'; '.join(self.reasons)}" if self.reasons else "")
@@ -122,13 +138,17 @@ def load_pairs(path: Path) -> list[KnownPair]:
     return pairs
 
 
-def check_key(spec: JudgeSpec, language: str, model: str | None, backend: str, pairs_file: Path) -> str:
-    """The cache key: model, backend, judge, language, the prompt template, the schema and the pairs."""
+def check_key(
+    spec: JudgeSpec, language: str, model: str | None, backend: str, pairs_file: Path, measured: str = AS_CONFIGURED
+) -> str:
+    """The cache key: model, backend, what was measured, judge, language, the prompt template, the schema and
+    the pairs."""
     template, _ = spec.template_for(language)
     h = hashlib.sha256()
     for part in (
         model or "",
         backend,
+        measured,
         spec.name,
         language,
         template,
@@ -218,19 +238,21 @@ async def run_check(
     cache_dir: Path | None = None,
     progress: Callable[[int, int], None] | None = None,
     safety_gate: bool = True,
+    measured: str = AS_CONFIGURED,
 ) -> CheckResult:
     """Grade every pair of the packaged set with ``evaluate(judge, sample, response_id, language)``.
 
     With ``cache_dir`` a result for the same :func:`check_key` is read from there instead of asked again,
     and a new one written there. ``safety_gate`` says whether ``evaluate`` runs the deterministic PII gate;
-    a check without it is a different measurement, cached under its own key."""
+    a check without it is a different measurement, cached under its own key; so is ``measured``, what
+    ``evaluate`` lets answer (:data:`LLM_ALONE`, :data:`OFFLINE_TIER`, :data:`AS_CONFIGURED`)."""
     path = set_path(spec.name, language)
     if path is None:
         known = ", ".join(f"{j}.{lang}" for j, lang in available_sets())
         raise ValueError(f"no known-answer set for judge {spec.name} in {language} (there are: {known})")
     pairs = load_pairs(path)[:limit] if limit else load_pairs(path)
     key = (
-        check_key(spec, language, model, backend, path)
+        check_key(spec, language, model, backend, path, measured)
         + ("" if safety_gate else "-nogate")
         + (f"-first{limit}" if limit else "")
     )
@@ -250,6 +272,7 @@ async def run_check(
             progress(i, len(pairs))
     result = figures(spec.name, language, model, backend, key, graded)
     result.safety_gate = safety_gate
+    result.measured = measured
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(result.to_json(), ensure_ascii=False), encoding="utf-8")

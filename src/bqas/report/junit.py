@@ -278,7 +278,7 @@ def _judge_check_properties(checks: Any) -> list[tuple[str, object]]:
             continue
         prefix = f"judge_check.{check.get('judge')}"
         out.append((f"{prefix}.fit", "true" if check.get("fit") else "false"))
-        for key in ("pairs_right", "verdict_agreement", "parse_failures", "model"):
+        for key in ("pairs_right", "verdict_agreement", "parse_failures", "model", "measured"):
             if check.get(key) is not None:
                 out.append((f"{prefix}.{key}", check[key]))
         if check.get("accepted_unfit"):

@@ -7,6 +7,8 @@ backend uses the LLM checks each of its judges that has a known-answer set in th
 (``--accept-unfit-judge``). The figures go into the run's configuration (``judge_check``), which the
 console, junit.xml and the HTML report show. A resumed run is checked again (the cache makes that free for
 an unchanged model and prompt); a run started on an unfit judge with the override keeps that decision.
+The check measures the LLM tier alone (bqas.judging.check_engine): the PII gate and the offline facts that
+stand beside it in the run would otherwise decide the clear pairs for it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from bqas.judging.check import CheckResult, run_check, set_path
-from bqas.judging.factory import build_engine
+from bqas.judging.check_engine import backend_label, check_engine
 
 if TYPE_CHECKING:
     from bqas.judging.engine import JudgeEngine
@@ -30,9 +32,11 @@ class UnfitJudge(ValueError):
     """A judge of the run came out unfit on its known-answer set (the message has the figures)."""
 
 
-async def _check_all(engine: JudgeEngine, judges: list[str], language: str, settings: Settings) -> list[CheckResult]:
+async def _check_all(
+    engine: JudgeEngine, measured: str, judges: list[str], language: str, settings: Settings
+) -> list[CheckResult]:
     model = engine.llm.config.model if engine.llm is not None else None
-    backend = "llm" if not engine.tiers[0] else "offline+llm"
+    backend = backend_label(engine)
 
     async def evaluate(name: str, sample: dict[str, Any], response_id: str, lang: str) -> Any:
         return await engine.evaluate(name, sample, response_id=response_id, language=lang)
@@ -47,6 +51,7 @@ async def _check_all(engine: JudgeEngine, judges: list[str], language: str, sett
                 backend=backend,
                 cache_dir=settings.cache_dir / "judge-check",
                 safety_gate=engine.options.safety_gate,
+                measured=measured,
             )
             for judge in judges
         ]
@@ -80,8 +85,10 @@ def check_judges(
     if not checked:
         return []
     # An engine of its own: its LLM client lives and closes in this event loop, not the run's.
-    engine = build_engine(settings, backend=run_engine.options.backend, language=language, overrides=overrides)
-    results = asyncio.run(_check_all(engine, checked, language, settings))
+    engine, measured = check_engine(
+        settings, backend=run_engine.options.backend, language=language, overrides=overrides
+    )
+    results = asyncio.run(_check_all(engine, measured, checked, language, settings))
     unfit = [r for r in results if not r.fit]
     if unfit and not accept_unfit:
         lines = "\n".join(f"  {r.summary()}" for r in unfit)

@@ -5,7 +5,8 @@ judge that has a set in its default language (cached per model, judge and prompt
 configuration asks nothing). ``/readyz`` reports the outcome per judge in its ``judge_check`` detail, and
 ``bqas_judge_check_fit{judge,language}`` is 1 for a fit judge, 0 for an unfit one. The service keeps
 answering meanwhile: an unfit judge is reported, not hidden, and readiness stays about the database and
-the models.
+the models. As in `bqas judge-check`, the LLM tier is checked alone (bqas.judging.check_engine): the PII gate
+and the offline facts beside it would decide the clear pairs for it.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bqas.judging.check import available_sets, run_check
-from bqas.judging.factory import build_engine
+from bqas.judging.check_engine import backend_label, check_engine
 
 if TYPE_CHECKING:
     from bqas.service.metrics import ServiceMetrics
     from bqas.settings import Settings
 
 log = logging.getLogger("bqas.service")
+#: The check's fields on /readyz, per judge.
+READYZ_FIELDS = ("fit", "pairs_right", "verdict_agreement", "parse_failures", "model", "measured", "reasons", "cached")
 
 
 @dataclass
@@ -44,7 +47,7 @@ async def check_service_judges(
         return
     language = settings.language
     try:
-        engine = build_engine(settings, backend=backend, language=language)  # type: ignore[arg-type]
+        engine, measured = check_engine(settings, backend=backend, language=language)  # type: ignore[arg-type]
     except ValueError as exc:
         state.state = f"error: {exc}"[:300]
         return
@@ -54,7 +57,7 @@ async def check_service_judges(
     judges = sorted({j for j, lang in available_sets() if lang == language})
     state.state = "running"
     model = engine.llm.config.model if engine.llm is not None else None
-    backend_used = "llm" if not engine.tiers[0] else "offline+llm"
+    backend_used = backend_label(engine)
 
     async def evaluate(name: str, sample: dict[str, Any], response_id: str, lang: str) -> Any:
         return await engine.evaluate(name, sample, response_id=response_id, language=lang)
@@ -69,12 +72,9 @@ async def check_service_judges(
                 backend=backend_used,
                 cache_dir=settings.cache_dir / "judge-check",
                 safety_gate=engine.options.safety_gate,
+                measured=measured,
             )
-            state.judges[f"{judge}.{language}"] = {
-                k: v
-                for k, v in result.to_json().items()
-                if k in ("fit", "pairs_right", "verdict_agreement", "parse_failures", "model", "reasons", "cached")
-            }
+            state.judges[f"{judge}.{language}"] = {k: v for k, v in result.to_json().items() if k in READYZ_FIELDS}
             metrics.judge_fit.labels(judge, language).set(1.0 if result.fit else 0.0)
             if not result.fit:
                 log.warning("bqas serve: %s", result.summary())
