@@ -17,50 +17,10 @@ from typer.testing import CliRunner
 from bqas.cli.main import app
 from bqas.judging.check import available_sets, load_pairs, set_path
 from bqas.llm.local import LocalEngine
+from bqas.testing.judge_replies import BAD, GOOD
 from bqas.testing.local_engine import TEST_CTX, TEST_SLOTS, TEST_THREADS
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
 
-GOOD = {
-    "voice": {"intent_accuracy": 100, "faithfulness": 5, "relevance": 5, "coherence": 5, "safety": "pass"},
-    "rag_hallucination": {
-        "grounding_score": 100,
-        "invention_detection": "pass",
-        "source_attribution": 5,
-        "hallucinated_claims": [],
-    },
-    "rag_privacy": {"privacy_compliance": "pass", "anonymization": 5, "dsgvo_compliance": "pass", "detected_pii": []},
-    "rag_namespace": {
-        "namespace_compliance": "pass",
-        "cross_tenant_leak": "pass",
-        "school_sharing_compliance": 5,
-        "detected_leaks": [],
-    },
-    "rag_retrieval": {"retrieval_precision": 100, "faithfulness": 5, "relevance": 5, "citation_accuracy": 5},
-    "rag_operator": {"operator_alignment": 95, "faithfulness": 5, "completeness": 5, "detected_afb": "II"},
-}
-BAD = {
-    "voice": {"intent_accuracy": 0, "faithfulness": 1, "relevance": 2, "coherence": 3, "safety": "pass"},
-    "rag_hallucination": {
-        "grounding_score": 10,
-        "invention_detection": "fail",
-        "source_attribution": 1,
-        "hallucinated_claims": ["invented"],
-    },
-    "rag_privacy": {
-        "privacy_compliance": "fail",
-        "anonymization": 1,
-        "dsgvo_compliance": "fail",
-        "detected_pii": ["name"],
-    },
-    "rag_namespace": {
-        "namespace_compliance": "fail",
-        "cross_tenant_leak": "fail",
-        "school_sharing_compliance": 1,
-        "detected_leaks": ["teacher"],
-    },
-    "rag_retrieval": {"retrieval_precision": 0, "faithfulness": 2, "relevance": 1, "citation_accuracy": 1},
-    "rag_operator": {"operator_alignment": 10, "faithfulness": 1, "completeness": 1, "detected_afb": "I"},
-}
 REASONING = {"de": "Geprüft.", "en": "Checked.", "zh": "已检查。"}
 #: Every known-answer set BQAS ships: (judge, language).
 SETS = {

@@ -28,26 +28,9 @@ from bqas.judging.check import available_sets, run_check
 from bqas.judging.check_engine import check_engine
 from bqas.judging.factory import LLMOverrides
 from bqas.settings import Settings
+from bqas.testing.judge_replies import GOOD as REPLIES
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
 
-REPLIES = {
-    "voice": {"intent_accuracy": 100, "faithfulness": 5, "relevance": 5, "coherence": 5, "safety": "pass"},
-    "rag_hallucination": {
-        "grounding_score": 100,
-        "invention_detection": "pass",
-        "source_attribution": 5,
-        "hallucinated_claims": [],
-    },
-    "rag_privacy": {"privacy_compliance": "pass", "anonymization": 5, "dsgvo_compliance": "pass", "detected_pii": []},
-    "rag_namespace": {
-        "namespace_compliance": "pass",
-        "cross_tenant_leak": "pass",
-        "school_sharing_compliance": 5,
-        "detected_leaks": [],
-    },
-    "rag_retrieval": {"retrieval_precision": 100, "faithfulness": 5, "relevance": 5, "citation_accuracy": 5},
-    "rag_operator": {"operator_alignment": 95, "faithfulness": 5, "completeness": 5, "detected_afb": "II"},
-}
 REASONING = {"de": "Geprüft.", "en": "Checked.", "zh": "已检查。"}
 
 
