@@ -198,6 +198,35 @@ def _node_processes(node: Any) -> list[int]:
     return found
 
 
+def _stopped(pid: int) -> bool:
+    """Whether ``pid`` has stopped (SIGSTOP is delivered when the process is next scheduled, not at kill())."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            stat = fh.read()
+    except OSError:
+        return True  # gone
+    return stat[stat.rindex(")") + 2] in "tTXZ"
+
+
+def _holds_write_lock(pids: set[int], store: Path) -> bool:
+    """Whether one of ``pids`` holds an exclusive lock on the SQLite store (its file, -wal or -shm): frozen
+    inside a write, it would block every other writer, the replacement actors included, for as long as it
+    stays frozen (SQLite has one writer at a time; its busy wait is 30 s, longer than the batch deadline)."""
+    inodes = set()
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            inodes.add(os.stat(f"{store}{suffix}").st_ino)
+    with open("/proc/locks", encoding="utf-8") as fh:
+        for line in fh:
+            # "1: POSIX  ADVISORY  WRITE 1234 08:02:5678 120 120"; "1: -> POSIX ..." is a waiter, not a holder.
+            fields = line.split()
+            if "->" in fields or len(fields) < 6:
+                continue
+            if fields[3] == "WRITE" and int(fields[4]) in pids and int(fields[5].rsplit(":", 1)[1]) in inodes:
+                return True
+    return False
+
+
 @pytest.mark.ray
 @pytest.mark.timeout(600)
 def test_a_frozen_node_is_given_up_by_the_batch_deadline_and_nothing_is_lost(
@@ -223,10 +252,24 @@ def test_a_frozen_node_is_given_up_by_the_batch_deadline_and_nothing_is_lost(
                 while time.time() < deadline and proc.poll() is None:
                     ids = _run_ids(url, path)
                     if ids and len(_results(url, ids[-1])) >= 6:
-                        for pid in _node_processes(node):
-                            with contextlib.suppress(ProcessLookupError):
-                                os.kill(pid, signal.SIGSTOP)
-                                stopped.append(pid)
+                        # Frozen, the node must not hold the SQLite store's write lock: a node frozen in the
+                        # middle of a write stops every writer (a shared SQLite file on one machine; a real
+                        # node of a cluster writes to PostgreSQL). Stopped inside one, it runs on for a moment.
+                        for _ in range(200):
+                            pids = _node_processes(node)
+                            for pid in pids:
+                                with contextlib.suppress(ProcessLookupError):
+                                    os.kill(pid, signal.SIGSTOP)
+                                    stopped.append(pid)
+                            while not all(_stopped(pid) for pid in pids):
+                                time.sleep(0.001)
+                            if not _holds_write_lock(set(pids), bqas_home / "bqas.sqlite"):
+                                return
+                            for pid in pids:
+                                with contextlib.suppress(ProcessLookupError):
+                                    os.kill(pid, signal.SIGCONT)
+                            stopped.clear()
+                            time.sleep(0.02)
                         return
                     time.sleep(0.1)
 
