@@ -68,15 +68,13 @@ def test_a_slow_step_says_what_it_is_doing_and_a_quick_one_stays_quiet(capfd: py
 
     from bqas.cli.steps import slow_step
 
-    seen = ""
     with slow_step("fitting the classifier", after=0.0, spinner=False):
-        # The step outlasts its threshold (0 s) until its line has appeared.
-        for _ in range(600):
-            seen += capfd.readouterr().err
-            if "…" in seen:
-                break
-            threading.Event().wait(0.05)
+        # The step outlasts its threshold (0 s) until its line is written: the watcher thread ends right after
+        # writing it. Reading the captured stderr only afterwards, never while that thread may write (a read
+        # empties the capture file and can drop what a thread writes in between).
+        for watcher in [t for t in threading.enumerate() if t.name == "bqas-slow-step"]:
+            watcher.join()
     with slow_step("a quick step", after=3600.0, spinner=False):
         pass
-    seen += capfd.readouterr().err
+    seen = capfd.readouterr().err
     assert "fitting the classifier …" in seen and "a quick step" not in seen
