@@ -9,12 +9,14 @@ enough for Ray's socket paths (at most 107 bytes on Linux), with a small object 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
 import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,39 +46,29 @@ def record_cluster(folder: str, address: str) -> str:
     return path
 
 
-def _children_by_parent() -> dict[int, list[int]]:
-    """{parent PID: child PIDs} of every process on this machine, read from ``/proc/<pid>/stat``."""
-    tree: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8") as fh:
-                stat = fh.read()
-        except OSError:  # the process ended while we looked
-            continue
-        # The command name (2nd field) is in parentheses and may hold spaces; the parent PID follows it.
-        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        tree.setdefault(ppid, []).append(int(entry))
-    return tree
+def node_processes(node: Any) -> list[int]:
+    """Every process of a Ray node: the ones Ray lists for it (raylet, log monitor, agents) and every
+    descendant of them, the worker processes that host actors (``/proc/<pid>/task/*/children``)."""
+    found = [int(info.process.pid) for infos in node.all_processes.values() for info in infos]
+    todo = list(found)
+    while todo:
+        pid = todo.pop()
+        for task in glob.glob(f"/proc/{pid}/task/*/children"):
+            with contextlib.suppress(OSError):
+                children = [int(c) for c in Path(task).read_text().split()]
+                found.extend(children)
+                todo.extend(children)
+    return found
 
 
 def kill_node(node: Any) -> list[int]:
-    """SIGKILL everything a Ray node runs, as when its machine is lost: the processes Ray lists for it
-    (raylet, log monitor, agents) and every descendant of them, the worker processes that host actors.
+    """SIGKILL everything a Ray node runs, as when its machine is lost (:func:`node_processes`).
 
     Killing only the raylet is not the same: whether its workers notice and exit depends on how the
     environment reparents orphans (a worker checks its parent), and a surviving worker goes on answering
-    the driver, so the loss is never seen. Returns the PIDs signalled."""
-    roots = [int(info.process.pid) for infos in node.all_processes.values() for info in infos]
-    tree = _children_by_parent()
-    pids: list[int] = []
-    todo = list(roots)
-    while todo:  # the whole tree is listed before any signal, so no orphan is reparented out of it
-        pid = todo.pop()
-        if pid not in pids:
-            pids.append(pid)
-            todo.extend(tree.get(pid, []))
+    the driver, so the loss is never seen. The whole tree is listed before any signal, so no orphan is
+    reparented out of it. Returns the PIDs signalled."""
+    pids = node_processes(node)
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

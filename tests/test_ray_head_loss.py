@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.ray_support import isolated_ray_tmpdir, kill_node
+from tests.ray_support import isolated_ray_tmpdir, kill_node, node_processes
 from tests.test_ray_run import GOOD, _query, _results, _run_ids, _scenario
 
 from bqas.runner.ray_head import RAY_HEAD_LOST, HeadWatch
@@ -182,22 +182,6 @@ def test_a_lost_head_interrupts_the_run_with_its_exit_code_and_resume_completes_
     assert _query(url, "SELECT status FROM runs WHERE id = :run", run=run_id) == ["done"]
 
 
-def _node_processes(node: Any) -> list[int]:
-    """Every process of a Ray node: its own (raylet, agents) and everything under them (actor workers)."""
-    import glob
-
-    found = [int(info.process.pid) for infos in node.all_processes.values() for info in infos]
-    todo = list(found)
-    while todo:
-        pid = todo.pop()
-        for task in glob.glob(f"/proc/{pid}/task/*/children"):
-            with contextlib.suppress(OSError):
-                children = [int(c) for c in Path(task).read_text().split()]
-                found.extend(children)
-                todo.extend(children)
-    return found
-
-
 def _stopped(pid: int) -> bool:
     """Whether ``pid`` has stopped (SIGSTOP is delivered when the process is next scheduled, not at kill())."""
     try:
@@ -256,7 +240,7 @@ def test_a_frozen_node_is_given_up_by_the_batch_deadline_and_nothing_is_lost(
                         # middle of a write stops every writer (a shared SQLite file on one machine; a real
                         # node of a cluster writes to PostgreSQL). Stopped inside one, it runs on for a moment.
                         for _ in range(200):
-                            pids = _node_processes(node)
+                            pids = node_processes(node)
                             for pid in pids:
                                 with contextlib.suppress(ProcessLookupError):
                                     os.kill(pid, signal.SIGSTOP)
