@@ -136,7 +136,12 @@ SLOW_TESTS = (
 # Parts that CI promises (.ci/run sets the switches): with a switch set to 1, a test that would skip because
 # its part is missing fails with the skip's reason instead, so a green CI means those tests ran. The switch
 # and the words a skip reason for that part holds (the PostgreSQL tests' skipif reasons; importorskip's).
-REQUIRED_PARTS = {"BQAS_REQUIRE_POSTGRES": "PostgreSQL", "BQAS_REQUIRE_TORCH": "'torch'"}
+REQUIRED_PARTS = {
+    "BQAS_REQUIRE_POSTGRES": "PostgreSQL",
+    "BQAS_REQUIRE_TORCH": "'torch'",
+    # pytest.importorskip's reason for any module (Ray, RAGAS, ONNX: development dependencies).
+    "BQAS_REQUIRE_IMPORTS": "could not import",
+}
 
 
 @pytest.hookimpl(wrapper=True)

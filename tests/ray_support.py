@@ -22,15 +22,23 @@ from typing import Any
 import pytest
 
 SMALL_OBJECT_STORE = "0.01"  # of the machine's memory (the floor, ~75 MB, applies below that)
+# Ray starts its worker processes (the judge actors) at niceness 15. Beside the other tests' processes (niceness
+# 0, CI runs three test workers on two cores) such an actor gets a few percent of a busy core: seen in CI, its
+# start took longer than the 20 s placement bound and its first batch longer than the 30 s batch deadline,
+# and every replacement again, so a lost or frozen node was never what the test saw. The actors of a
+# test's cluster run at the niceness of the tests themselves (Ray reads its settings from RAY_<name>).
+WORKER_NICENESS = "0"
 
 
 @contextmanager
 def isolated_ray_tmpdir() -> Iterator[str]:
-    """A fresh Ray temp folder as ``RAY_TMPDIR`` for this process and the drivers it starts; removed after."""
+    """A fresh Ray temp folder as ``RAY_TMPDIR`` for this process and the drivers it starts (with the
+    clusters' settings above); removed after."""
     folder = tempfile.mkdtemp(prefix="bqr-", dir="/tmp")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RAY_TMPDIR", folder)
         mp.setenv("RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION", SMALL_OBJECT_STORE)
+        mp.setenv("RAY_worker_niceness", WORKER_NICENESS)
         try:
             yield folder
         finally:

@@ -44,9 +44,22 @@ def test_a_missing_torch_fails_with_the_reason_when_required(tmp_path: Path) -> 
     assert "could not import 'torch'" in required.stdout and "BQAS_REQUIRE_TORCH=1 is set" in required.stdout
 
 
+def test_a_missing_development_package_fails_with_the_reason_when_required(tmp_path: Path) -> None:
+    # A module named ray that cannot be imported stands for a dev install without Ray.
+    (tmp_path / "ray.py").write_text("raise ModuleNotFoundError('No module named ray', name='ray')\n")
+    test = "tests/test_ray_address.py::test_addresses_are_parsed_strictly"
+    pythonpath = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    local = _pytest(test, PYTHONPATH=pythonpath)
+    assert local.returncode == 0 and "SKIPPED" in local.stdout, local.stdout[-2000:]
+    required = _pytest(test, PYTHONPATH=pythonpath, BQAS_REQUIRE_IMPORTS="1")
+    assert required.returncode == 1, required.stdout[-2000:]
+    assert "could not import 'ray'" in required.stdout and "BQAS_REQUIRE_IMPORTS=1 is set" in required.stdout
+
+
 def test_ci_sets_every_require_switch_and_stops_without_postgresql() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    for switch in ("BQAS_REQUIRE_BROWSER", "BQAS_REQUIRE_LOCAL_LLM", "BQAS_REQUIRE_POSTGRES", "BQAS_REQUIRE_TORCH"):
+    switches = ("BROWSER", "LOCAL_LLM", "POSTGRES", "TORCH", "IMPORTS")
+    for switch in (f"BQAS_REQUIRE_{name}" for name in switches):
         assert f"export {switch}=1" in ci, switch
     assert "will be skipped" not in ci
     assert " -rs " in (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")

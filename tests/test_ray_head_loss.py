@@ -224,7 +224,7 @@ def test_a_frozen_node_is_given_up_by_the_batch_deadline_and_nothing_is_lost(
     stopped: list[int] = []
     try:
         with ScriptedLLM(default=Reply(content=json.dumps(GOOD)), latency=0.5) as server:
-            extra = "ray:\n  batch_size: 2\n  batch_timeout: 8\n  placement_timeout: 20\n"
+            extra = "ray:\n  batch_size: 2\n  batch_timeout: 8\n  placement_timeout: 60\n"
             path = _scenario(tmp_path, n, backend="llm", extra=extra)
             cmd = [sys.executable, "-m", "bqas.cli.main", "run", str(path), "--no-progress", "--ray", cluster.address]
             cmd += ["--ray-workers", "2", "--concurrency", "4", "--base-url", server.base_url, "--model", "m1"]
@@ -259,8 +259,8 @@ def test_a_frozen_node_is_given_up_by_the_batch_deadline_and_nothing_is_lost(
 
             freezer = threading.Thread(target=freeze_node, daemon=True)
             freezer.start()
-            try:
-                _out, err = proc.communicate(timeout=HANG_GUARD_S)
+            try:  # the actors' start (up to the placement timeout) comes before the freeze
+                _out, err = proc.communicate(timeout=HANG_GUARD_S + 60)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 _out, err = proc.communicate()
@@ -272,6 +272,7 @@ def test_a_frozen_node_is_given_up_by_the_batch_deadline_and_nothing_is_lost(
                 os.kill(pid, signal.SIGCONT)
     assert stopped, "the node should have been frozen in the middle of the run"
     assert proc.returncode == 0, err[-3000:]
+    assert "no judge actor was placed" not in err, f"the actors never started, so no node was frozen:\n{err}"
     assert "no answer to its batch within 8 s (ray.batch_timeout)" in err, err[-3000:]
     assert "its batches go to the other actors" in err
     run_id = _run_ids(url, path)[-1]
