@@ -500,6 +500,7 @@ def database_limits() -> DatabaseLimits:
         statement_timeout=settings.db_statement_timeout,
         connect_timeout=settings.db_connect_timeout,
         pool_timeout=settings.db_pool_timeout,
+        idle_in_transaction_timeout=settings.db_idle_in_transaction_seconds,
     )
 
 
@@ -581,9 +582,12 @@ def _migrate_locked(engine: Engine, url: str) -> None:
     The ones that waited find the schema current and do nothing.
 
     The lock is taken on a connection of its own without the store's statement and answer limits: waiting
-    for another process's migration is not a server that stopped answering."""
+    for another process's migration is not a server that stopped answering. It is a session lock taken
+    outside any transaction (autocommit): its holder sends nothing while the migration runs on another
+    connection, and inside a transaction a server's ``idle_in_transaction_session_timeout`` would end that
+    session half-way through the migration, and with it the lock."""
     connect_args = {} if "connect_timeout" in url else {"connect_timeout": 10}
-    waiter = create_engine(url, poolclass=NullPool, connect_args=connect_args)
+    waiter = create_engine(url, poolclass=NullPool, connect_args=connect_args, isolation_level="AUTOCOMMIT")
     try:
         _hold_migration_lock(waiter, engine, url)
     finally:
@@ -598,4 +602,3 @@ def _hold_migration_lock(waiter: Engine, engine: Engine, url: str) -> None:
                 migrate(url)
         finally:
             conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _MIGRATION_LOCK})
-            conn.commit()
