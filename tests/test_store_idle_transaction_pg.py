@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 
-from bqas.settings import get_settings
-from bqas.store.db import Store, database_unavailable, open_store
+from bqas.settings import Settings, get_settings
+from bqas.store.db import Store, database_limits, database_unavailable, open_store
 from bqas.store.models import ResultRow
 from pg_support import fresh_postgres_database
 
@@ -187,6 +187,22 @@ def test_the_bound_reaches_the_server_for_every_store_session(pg_db: str, monkey
                 assert conn.execute(text("SHOW statement_timeout")).scalar() == f"{STATEMENT_TIMEOUT}s"
         finally:
             store.engine.dispose()
+
+
+def test_a_store_opened_with_given_limits_ignores_this_process_s_environment(
+    pg_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ray judge actor opens the store with the driver's settings: its node's environment (here: no bound)
+    does not decide how long a transaction of an actor frozen mid-write may keep its rows."""
+    _settings(monkeypatch, "0")
+    driver = Settings(db_idle_in_transaction_seconds=5, db_statement_timeout=3)
+    store = open_store(pg_db, limits=database_limits(driver))
+    try:
+        with store.engine.connect() as conn:
+            assert conn.execute(text("SHOW idle_in_transaction_session_timeout")).scalar() == "5s"
+            assert conn.execute(text("SHOW statement_timeout")).scalar() == "3s"
+    finally:
+        store.engine.dispose()
 
 
 def test_a_migration_longer_than_the_bound_keeps_its_lock(pg_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
