@@ -177,6 +177,67 @@ def test_without_the_bound_the_taker_fails_at_its_statement_timeout(
         store.engine.dispose()
 
 
+def _job(store: Store) -> str:
+    """A job whose worker (``w-frozen``) claimed it and whose lease has already run out."""
+    from bqas.store.service import claim_job, create_job
+
+    job_id = create_job(store, "t1", "score", {"question": "q"}, 1)
+    claimed = claim_job(store, "w-frozen", lease_seconds=0.0)
+    assert claimed is not None and claimed.id == job_id
+    return job_id
+
+
+def _claim_when_free(store: Store, worker: str) -> Any:
+    """Claim a job; a row still locked by the frozen worker is skipped (SKIP LOCKED), so try again a while."""
+    from bqas.store.service import claim_job
+
+    for _ in range(300):
+        job = claim_job(store, worker, lease_seconds=60.0)
+        if job is not None:
+            return job
+        time.sleep(0.2)
+    return None
+
+
+def test_a_job_whose_worker_froze_mid_write_is_claimed_again_and_its_turn_stored_once(
+    pg_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bqas.store.service import add_item, get_job, item_rows
+
+    _settings(monkeypatch, BOUND)
+    store = open_store(pg_db)
+    try:
+        job_id = _job(store)
+        with frozen_writer(pg_db, "item", job_id) as frozen:
+            job = _claim_when_free(store, "w-taker")
+            assert job is not None and job.id == job_id and job.claims == 2
+            assert add_item(store, job_id, 0, {"turn": 0, "results": []}, "w-taker")
+            code, said = _thaw(frozen)
+        assert code == 3 and "IdleInTransactionSessionTimeout" in said, said
+        assert item_rows(store, job_id) == [(0, "w-taker")]
+        view = get_job(store, job_id)
+        assert view is not None and view.done == 1
+    finally:
+        store.engine.dispose()
+
+
+def test_without_the_bound_a_frozen_worker_s_job_cannot_be_claimed(pg_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bqas.store.service import claim_job
+
+    _settings(monkeypatch, "0")
+    store = open_store(pg_db)
+    try:
+        job_id = _job(store)
+        with frozen_writer(pg_db, "item", job_id):
+            # Its lease ran out, but its row is locked by the frozen transaction: skipped.
+            assert claim_job(store, "w-taker", lease_seconds=60.0) is None
+        # The frozen worker killed: its transaction rolled back, its row free.
+        job = _claim_when_free(store, "w-taker")
+        assert job is not None and job.id == job_id
+    finally:
+        store.engine.dispose()
+
+
 def test_the_bound_reaches_the_server_for_every_store_session(pg_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for bound, expected in ((BOUND, "2s"), ("0", "0")):
         _settings(monkeypatch, bound)
