@@ -60,6 +60,12 @@ CHILD = textwrap.dedent(
                 for i in range(3)
             ]
             store.add_results(run_or_job, rows)
+        elif what == "submit":
+            from bqas.store.service import create_job_once
+
+            create_job_once(
+                store, "t1", "score", {"by": "frozen"}, 1, key=run_or_job, request_hash="h", retention_seconds=3600
+            )
         else:
             from bqas.store.service import add_item
 
@@ -234,6 +240,29 @@ def test_without_the_bound_a_frozen_worker_s_job_cannot_be_claimed(pg_db: str, m
         # The frozen worker killed: its transaction rolled back, its row free.
         job = _claim_when_free(store, "w-taker")
         assert job is not None and job.id == job_id
+    finally:
+        store.engine.dispose()
+
+
+def test_a_submission_a_frozen_replica_left_uncommitted_does_not_block_its_retry(
+    pg_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client retries its submission with the same Idempotency-Key on another replica: once the server
+    ended the frozen replica's transaction, the retry creates the job, and there is one job."""
+    from bqas.store.service import Job, create_job_once
+
+    _settings(monkeypatch, BOUND)
+    store = open_store(pg_db)
+    try:
+        with frozen_writer(pg_db, "submit", "key-1") as frozen:
+            job_id, created = create_job_once(
+                store, "t1", "score", {"by": "taker"}, 1, key="key-1", request_hash="h", retention_seconds=3600
+            )
+            assert created
+            code, said = _thaw(frozen)
+        assert code == 3 and "IdleInTransactionSessionTimeout" in said, said
+        with store.session() as s:
+            assert [(j.id, j.request) for j in s.scalars(select(Job))] == [(job_id, {"by": "taker"})]
     finally:
         store.engine.dispose()
 
