@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LANGUAGES: tuple[str, ...] = ("de", "en", "zh")
@@ -72,6 +72,10 @@ class Settings(BaseSettings):
     db_statement_timeout: float = Field(default=10.0, gt=0)
     db_connect_timeout: float = Field(default=5.0, ge=1)
     db_pool_timeout: float = Field(default=5.0, gt=0)
+    # PostgreSQL: the server ends a transaction of the store that has sent no statement for this long (its
+    # process frozen mid-transaction) and frees its row locks; 0 = none set by BQAS. At most PostgreSQL's
+    # limit for the setting (2^31 - 1 ms).
+    db_idle_in_transaction_seconds: float = Field(default=60.0, ge=0, le=2_147_483, allow_inf_nan=False)
 
     # The LLM seam (any OpenAI-compatible server).
     llm_base_url: str | None = None
@@ -121,6 +125,15 @@ class Settings(BaseSettings):
 
     # RAGAS judge-prompt language (judge_language): env RAGAS_JUDGE_LANGUAGE, no BQAS_ prefix.
     ragas_judge_language: str = Field(default="en", validation_alias="RAGAS_JUDGE_LANGUAGE")
+
+    @field_validator("db_idle_in_transaction_seconds")
+    @classmethod
+    def _whole_second_or_off(cls, value: float) -> float:
+        # Below a second the bound would meet a healthy transaction whose process is merely busy between
+        # two statements (a loaded host, a garbage collection).
+        if 0 < value < 1:
+            raise ValueError("expected 0 (off) or at least 1 second")
+        return value
 
     @property
     def cache_dir(self) -> Path:

@@ -165,7 +165,7 @@ class JudgeWorker:
     ) -> None:
         from bqas.judging.workers import WORKERS_ENV
         from bqas.privacy import install
-        from bqas.store.db import open_store
+        from bqas.store.db import database_limits, open_store
 
         install()  # this actor writes to the store: with BQAS_REDACT_PII on it masks PII (bqas.redaction)
 
@@ -181,7 +181,9 @@ class JudgeWorker:
         self.loop = new_event_loop()
         threading.Thread(target=self.loop.run_forever, name="bqas-judge-loop", daemon=True).start()
         self.engine = engine_for(scenario, request, settings, stored)
-        self.store = open_store(database_url)
+        # The driver's limits of the store's waits (BQAS_DB_*), not the node's environment: above all the
+        # idle-in-transaction bound, which frees the rows of an actor frozen mid-write for its replacement.
+        self.store = open_store(database_url, limits=database_limits(settings))
         if review_tenant is not None and memory_examples_k and self.engine.llm is not None:
             self.engine.options.examples = memory_examples(self.store, review_tenant, memory_examples_k)
 

@@ -9,7 +9,15 @@ without its own limits waits forever. So every wait has a limit here:
   (:attr:`DatabaseLimits.answer_limit`: the statement timeout plus a grace, so that the server's own
   error normally comes first); a connection whose answer does not come in time is closed;
 * a dead peer on an idle connection: TCP keepalives and ``tcp_user_timeout``;
-* a free pooled connection: the pool timeout.
+* a free pooled connection: the pool timeout;
+* a transaction another process left open (:attr:`DatabaseLimits.idle_in_transaction_timeout`): the
+  server's ``idle_in_transaction_session_timeout``. A process frozen between two statements of a
+  transaction (a Ray node or job worker SIGSTOPped, its VM paused) keeps its row locks, and whoever writes
+  the same keys for it (the batch re-sent to another actor, the job claimed by another worker) waits on them
+  until its own statement timeout, again and again while the process stays frozen; the server ends such a
+  transaction after this long without a statement and frees its locks. No transaction of the store waits
+  on anything but the database between its statements (LLM calls, sleeps and awaits happen outside them),
+  so the bound never meets healthy work.
 
 libpq parameters given in the URL's query win over these defaults.
 
@@ -51,6 +59,8 @@ class DatabaseLimits:
     statement_timeout: float = 10.0
     connect_timeout: float = 5.0
     pool_timeout: float = 5.0
+    # 0: none set by BQAS (the server's or the role's own setting applies; PostgreSQL's default is none).
+    idle_in_transaction_timeout: float = 60.0
 
     @property
     def answer_limit(self) -> float:
@@ -73,8 +83,16 @@ class DatabaseLimits:
         }
         args = {k: v for k, v in wanted.items() if k not in given}
         if "options" not in given:
-            args["options"] = f"-c statement_timeout={round(self.statement_timeout * 1000)}"
+            settings = [f"-c statement_timeout={_ms(self.statement_timeout)}"]
+            if self.idle_in_transaction_timeout > 0:
+                settings.append(f"-c idle_in_transaction_session_timeout={_ms(self.idle_in_transaction_timeout)}")
+            args["options"] = " ".join(settings)
         return args
+
+
+def _ms(seconds: float) -> int:
+    """``seconds`` as the whole milliseconds PostgreSQL's timeouts take, at least 1 (0 would switch one off)."""
+    return max(1, round(seconds * 1000))
 
 
 class StoreDown(SQLAlchemyError):

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, and_, create_engine, delete, event, func, or_, select, text
 from sqlalchemy import insert as sql_insert
@@ -18,6 +18,9 @@ from sqlalchemy.pool import NullPool
 
 from bqas.store.bounds import BoundedQueuePool, DatabaseLimits, install
 from bqas.store.models import ResultRow, Run, SettledRow, TargetReplyRow, filter_columns
+
+if TYPE_CHECKING:
+    from bqas.settings import Settings
 
 
 def now() -> datetime:
@@ -476,41 +479,47 @@ def failure_cause(exc: BaseException) -> str:
     return text
 
 
-def open_store(url: str | None = None, *, home: Path | None = None) -> Store:
+def open_store(url: str | None = None, *, home: Path | None = None, limits: DatabaseLimits | None = None) -> Store:
     """Open (and migrate) the store at ``url``; default: SQLite under the BQAS home. Raises
     :class:`StoreUnavailable` naming the store and the cause when it cannot be opened or migrated (a
-    migration is one transaction: a store that fails half-way is left as it was)."""
+    migration is one transaction: a store that fails half-way is left as it was).
+
+    ``limits``: those of a PostgreSQL store's waits (default: this process's settings, ``BQAS_DB_*``)."""
     from bqas.settings import get_settings
 
     settings = get_settings()
     if url is None:
         url = settings.database_url or f"sqlite:///{((home or settings.home) / 'bqas.sqlite').as_posix()}"
     try:
-        return _open_store(url)
+        return _open_store(url, limits)
     except (SQLAlchemyError, OSError) as exc:
         raise StoreUnavailable(f"the store {store_name(url)} cannot be opened: {failure_cause(exc)}") from exc
 
 
-def database_limits() -> DatabaseLimits:
-    """The limits of every wait on a PostgreSQL store, from the settings (``BQAS_DB_*``)."""
-    from bqas.settings import get_settings
+def database_limits(settings: Settings | None = None) -> DatabaseLimits:
+    """The limits of every wait on a PostgreSQL store, from ``settings`` (default: this process's,
+    ``BQAS_DB_*``)."""
+    if settings is None:
+        from bqas.settings import get_settings
 
-    settings = get_settings()
+        settings = get_settings()
     return DatabaseLimits(
         statement_timeout=settings.db_statement_timeout,
         connect_timeout=settings.db_connect_timeout,
         pool_timeout=settings.db_pool_timeout,
+        idle_in_transaction_timeout=settings.db_idle_in_transaction_seconds,
     )
 
 
-def create_store_engine(url: str, *, pool_size: int | None = None) -> Engine:
-    """An engine for the store at ``url``: on PostgreSQL every wait bounded (:mod:`bqas.store.bounds`)."""
+def create_store_engine(url: str, *, pool_size: int | None = None, limits: DatabaseLimits | None = None) -> Engine:
+    """An engine for the store at ``url``: on PostgreSQL every wait bounded (:mod:`bqas.store.bounds`) by
+    ``limits`` (default: from the settings)."""
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     # Pre-ping finds connections a PostgreSQL server dropped; a SQLite file has no server, and the ping was a
     # query before every batch of results. Records are read back with orjson as they are written with it.
     options: dict[str, Any] = {}
-    limits = database_limits() if url.startswith("postgresql") else None
+    limits = (limits or database_limits()) if url.startswith("postgresql") else None
     if limits is not None:
         options = {
             "connect_args": limits.connect_args(url),
@@ -534,8 +543,8 @@ def create_store_engine(url: str, *, pool_size: int | None = None) -> Engine:
     return engine
 
 
-def _open_store(url: str) -> Store:
-    engine = create_store_engine(url)
+def _open_store(url: str, limits: DatabaseLimits | None = None) -> Store:
+    engine = create_store_engine(url, limits=limits)
     # Alembic (and its imports) costs most of a second; run it only when the schema is not current.
     if not _is_current(engine):
         database = engine.url.database
@@ -581,9 +590,12 @@ def _migrate_locked(engine: Engine, url: str) -> None:
     The ones that waited find the schema current and do nothing.
 
     The lock is taken on a connection of its own without the store's statement and answer limits: waiting
-    for another process's migration is not a server that stopped answering."""
+    for another process's migration is not a server that stopped answering. It is a session lock taken
+    outside any transaction (autocommit): its holder sends nothing while the migration runs on another
+    connection, and inside a transaction a server's ``idle_in_transaction_session_timeout`` would end that
+    session half-way through the migration, and with it the lock."""
     connect_args = {} if "connect_timeout" in url else {"connect_timeout": 10}
-    waiter = create_engine(url, poolclass=NullPool, connect_args=connect_args)
+    waiter = create_engine(url, poolclass=NullPool, connect_args=connect_args, isolation_level="AUTOCOMMIT")
     try:
         _hold_migration_lock(waiter, engine, url)
     finally:
@@ -598,4 +610,3 @@ def _hold_migration_lock(waiter: Engine, engine: Engine, url: str) -> None:
                 migrate(url)
         finally:
             conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _MIGRATION_LOCK})
-            conn.commit()
