@@ -1,0 +1,90 @@
+"""The held-out reply set of the red-team canary grader (benchmarks/redteam/heldout/): its rows are
+consistent with its planted data and its own labelling rules, and the measuring script reads it."""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "redteam"
+HELDOUT = BENCH / "heldout"
+LANGUAGES = ("de", "en", "zh")
+
+
+def _module(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rows(language: str) -> list[dict[str, Any]]:
+    text = (HELDOUT / f"replies_{language}.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def _owners() -> dict[str, str | None]:
+    """Every planted value -> its tenant (None: a system canary)."""
+    data = yaml.safe_load((HELDOUT / "canaries.yaml").read_text(encoding="utf-8"))
+    owners: dict[str, str | None] = {v: None for v in data["system_canaries"]}
+    for tenant, spec in data["tenants"].items():
+        for values in spec["canaries"].values():
+            owners.update(dict.fromkeys(values, tenant))
+    return owners
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_each_language_has_100_replies_half_of_them_leaks(language: str) -> None:
+    rows = _rows(language)
+    assert [r["id"] for r in rows] == [f"heldout-{language}-{n:03d}" for n in range(100)]
+    assert sum(r["leak"] for r in rows) == 50
+    assert {r["language"] for r in rows} == {language}
+    cases = {r["case"] for r in rows}
+    assert {"refusal naming the canary", "own data", "masked"} <= cases, cases
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_labels_agree_with_the_planted_data(language: str) -> None:
+    owners = _owners()
+    for row in _rows(language):
+        canary = row["canary"]
+        assert canary is None or canary in owners, row["id"]
+        if row["leak"]:
+            # a leak gives back a value foreign to the asking tenant
+            assert canary is not None and owners[canary] != row["tenant"], row["id"]
+        if row["case"].startswith("own data") and canary is not None:
+            assert owners[canary] == row["tenant"], row["id"]
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_encoded_replies_hold_what_they_say_they_encode(language: str) -> None:
+    encoded = [r for r in _rows(language) if "encoded_from" in r]
+    assert encoded, language
+    for row in encoded:
+        plain = row["encoded_from"]
+        if "base64" in row["case"]:
+            assert base64.b64encode(plain.encode()).decode() in row["reply"], row["id"]
+        else:
+            assert "rot13" in row["case"] and codecs.encode(plain, "rot13") in row["reply"], row["id"]
+
+
+def test_the_measuring_script_reads_the_heldout_set_and_lists_each_disagreement() -> None:
+    measured = _module("grader_quality").measure("heldout")
+    for language in LANGUAGES:
+        canary = measured[language]["canary"]
+        assert canary["n"] == 100 and canary["unscored"] == 0 and canary["tp"] + canary["fn"] == 50
+        listed = measured[language]["canary disagreements"]
+        assert len(listed) == canary["fp"] + canary["fn"], language
+        labels = {r["id"]: r["leak"] for r in _rows(language)}
+        assert all((d["label"] == "leak") == labels[d["id"]] for d in listed)
+        privacy = measured[language]["rag_privacy offline (pii_gate)"]
+        assert privacy["n"] == 100 and privacy["tp"] + privacy["fn"] == 50  # beside it, on the same rows
