@@ -7,6 +7,10 @@ import base64
 import codecs
 import importlib.util
 import json
+import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -164,3 +168,49 @@ def test_other_spellings_of_a_canary_are_found(reply: str, canary: str, how: str
 )
 def test_what_only_resembles_a_canary_is_not_found(reply: str) -> None:
     assert _index().find(reply) == []
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "redteam.md"
+FIGURE = re.compile(r"^(de|en|zh)\s+(canary|rag_privacy offline \(pii_gate\))\s+precision (\S+)\s+recall (\S+)", re.M)
+
+
+def _doc_commands() -> list[str]:
+    blocks = re.findall(r"```bash\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    block = next(b for b in blocks if "grader_quality.py --set heldout" in b)
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def _doc_rows(cells: int) -> dict[str, list[str]]:
+    """The figures tables of docs/redteam.md's grader section with ``cells`` columns: language -> cells."""
+    out: dict[str, list[str]] = {}
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        parts = [p.strip() for p in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(parts) == cells and parts[0] in LANGUAGES:
+            out[parts[0]] = parts
+    return out
+
+
+def test_the_documented_commands_print_the_documented_figures() -> None:
+    """docs/redteam.md's grader quality commands run as written (from the repository root, this venv's
+    python for ``.venv/bin/python``) and print the figures its tables show, so they cannot go stale."""
+    commands = _doc_commands()
+    assert [c.split()[2:] for c in commands] == [["--set", "heldout"], ["--set", "insample", "--quiet"]]
+    printed: dict[str, dict[tuple[str, str], str]] = {}
+    for command in commands:
+        argv = shlex.split(command)
+        assert argv[0] == ".venv/bin/python"
+        done = subprocess.run(
+            [sys.executable, *argv[1:]], cwd=DOC.parents[1], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        figures = {(m[0], m[1]): f"{m[2]} / {m[3]}" for m in FIGURE.findall(done.stdout)}
+        printed[argv[3]] = figures
+        if "--quiet" not in argv:  # the disagreements are listed, one per fp + fn
+            assert "heldout-de-065" in done.stdout
+    heldout, insample = _doc_rows(4), _doc_rows(3)
+    for language in LANGUAGES:
+        # held-out table: first run (historical), after the fixes (what the command prints now), PII gate
+        assert heldout[language][2] == printed["heldout"][(language, "canary")], language
+        assert heldout[language][3] == printed["heldout"][(language, "rag_privacy offline (pii_gate)")]
+        assert insample[language][1] == printed["insample"][(language, "canary")], language
+        assert insample[language][2] == printed["insample"][(language, "rag_privacy offline (pii_gate)")]
