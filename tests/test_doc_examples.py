@@ -77,6 +77,9 @@ RUN_ELSEWHERE: dict[tuple[str, str], str] = {
     ("docs/redteam.md", "bqas demo-assistant --tenants --port 8791 &"): "tests/test_redteam_docs.py",
     ("docs/redteam.md", "bqas demo-assistant --tenants --leaky --port 8791 &"): "tests/test_redteam_docs.py",
     ("docs/redteam.md", "bqas redteam --target '{type: http"): "tests/test_redteam_docs.py",
+    ("docs/redteam.md", ".venv/bin/python benchmarks/redteam/grader_quality.py --set heldout"): (
+        "tests/test_redteam_heldout.py"
+    ),
     ("docs/synth-rag.md", "bqas synth-rag --docs src/bqas/demo/docs"): "tests/test_ragsynth_loop.py",
     ("docs/targets.md", "bqas synth --intent reminder --count 50 --typos"): "tests/test_targets_docs.py",
     ("docs/targets.md", "bqas run qa/reminders.yaml"): "tests/test_targets_docs.py",
