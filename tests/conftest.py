@@ -144,17 +144,31 @@ REQUIRED_PARTS = {
 }
 
 
+def _required(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Turn ``report``'s skip into a failure when a ``BQAS_REQUIRE_*`` switch promises its missing part."""
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    for switch, words in REQUIRED_PARTS.items():
+        if os.environ.get(switch) == "1" and words in reason:
+            report.outcome = "failed"
+            report.longrepr = f"{reason.removeprefix('Skipped: ')}, and {switch}=1 is set"
+            return
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
-    """A skip for a part that its ``BQAS_REQUIRE_*`` switch promises is reported as a failure."""
+    """A test's skip for a part that its ``BQAS_REQUIRE_*`` switch promises is reported as a failure."""
     report: pytest.TestReport = yield
-    if report.skipped and not hasattr(report, "wasxfail"):
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        for switch, words in REQUIRED_PARTS.items():
-            if os.environ.get(switch) == "1" and words in reason:
-                report.outcome = "failed"
-                report.longrepr = f"{reason.removeprefix('Skipped: ')}, and {switch}=1 is set"
-                break
+    _required(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[pytest.CollectReport]:
+    """The same for a whole module's skip (a module-level ``pytest.importorskip``): a collection error."""
+    report: pytest.CollectReport = yield
+    _required(report)
     return report
 
 
