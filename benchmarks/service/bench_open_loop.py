@@ -151,7 +151,7 @@ class Step:
             "max": max(ok) if ok else float("nan"),
             "overloaded": len(self.overloaded_ms),
             "overloaded_p99": self._p(self.overloaded_ms, 0.99),
-            "codes": dict(self.codes),
+            "codes": {str(code): n for code, n in self.codes.items()},  # JSON keys are strings
             "server_cpu_share": self.server_cpu / self.measured_seconds if self.measured_seconds else 0.0,
             "generator_cpu_share": self.generator_cpu / self.measured_seconds if self.measured_seconds else 0.0,
             "late_sends": self.late_sends,
