@@ -9,17 +9,17 @@ enough for Ray's socket paths (at most 107 bytes on Linux), with a small object 
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import shutil
 import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
+
+from bqas.testing.processes import with_descendants
 
 SMALL_OBJECT_STORE = "0.01"  # of the machine's memory (the floor, ~75 MB, applies below that)
 # Ray starts its worker processes (the judge actors) at niceness 15. Beside the other tests' processes (niceness
@@ -57,16 +57,7 @@ def record_cluster(folder: str, address: str) -> str:
 def node_processes(node: Any) -> list[int]:
     """Every process of a Ray node: the ones Ray lists for it (raylet, log monitor, agents) and every
     descendant of them, the worker processes that host actors (``/proc/<pid>/task/*/children``)."""
-    found = [int(info.process.pid) for infos in node.all_processes.values() for info in infos]
-    todo = list(found)
-    while todo:
-        pid = todo.pop()
-        for task in glob.glob(f"/proc/{pid}/task/*/children"):
-            with contextlib.suppress(OSError):
-                children = [int(c) for c in Path(task).read_text().split()]
-                found.extend(children)
-                todo.extend(children)
-    return found
+    return with_descendants(int(info.process.pid) for infos in node.all_processes.values() for info in infos)
 
 
 def kill_node(node: Any) -> list[int]:

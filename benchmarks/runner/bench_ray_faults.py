@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import json
 import os
 import secrets
@@ -38,6 +37,7 @@ from typing import Any
 
 from sqlalchemy import create_engine, text
 
+from bqas.testing.processes import with_descendants
 from bqas.testing.scripted_llm import Reply, ScriptedLLM
 
 GOOD = {"intent_accuracy": 100, "faithfulness": 5, "relevance": 5, "coherence": 5, "safety": "pass", "reasoning": "ok"}
@@ -77,16 +77,7 @@ def _stored(url: str) -> int:
 
 
 def _processes(node: Any) -> list[int]:
-    found = [int(info.process.pid) for infos in node.all_processes.values() for info in infos]
-    todo = list(found)
-    while todo:
-        pid = todo.pop()
-        for task in glob.glob(f"/proc/{pid}/task/*/children"):
-            with contextlib.suppress(OSError):
-                children = [int(c) for c in Path(task).read_text().split()]
-                found.extend(children)
-                todo.extend(children)
-    return found
+    return with_descendants(int(info.process.pid) for infos in node.all_processes.values() for info in infos)
 
 
 def drill(kind: str, n: int) -> dict[str, float | int | None]:

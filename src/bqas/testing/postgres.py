@@ -24,6 +24,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from bqas.testing.processes import with_descendants
+
 
 def server_binaries() -> Path | None:
     """The newest installed PostgreSQL server's ``bin`` folder, or None."""
@@ -107,15 +109,7 @@ class LocalPostgres:
         root = self.pid()
         if root is None:
             return []
-        found, todo = [root], [root]
-        while todo:
-            pid = todo.pop()
-            for task in glob.glob(f"/proc/{pid}/task/*/children"):
-                with contextlib.suppress(OSError):
-                    children = [int(c) for c in Path(task).read_text().split()]
-                    found.extend(children)
-                    todo.extend(children)
-        return found
+        return with_descendants([root])
 
     @contextlib.contextmanager
     def frozen(self) -> Iterator[list[int]]:
